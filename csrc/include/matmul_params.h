@@ -1,0 +1,33 @@
+// Plain parameter struct and launcher declaration for (batched) matmul: out = a @ b.
+// No torch and no CUDA headers; each backend implements matmul().
+#pragma once
+#include <cstdint>
+
+#include "dtype.h"
+
+namespace aiter_lite {
+
+enum class MatmulVariant : int32_t { kAuto = 0, kNaive = 1, kTiled = 2, kTensorCore = 3 };
+
+// a: [batch, m, k], b: [batch, k, n], out: [batch, m, n]; strides in elements, any sign-free
+// layout (row- or column-major, batch stride 0 broadcasts). All three share one dtype;
+// accumulation is fp32. allow_tf32 lets fp32 inputs use TF32 tensor cores.
+struct MatmulParams {
+  const void* a;
+  const void* b;
+  void* out;  // never aliases a or b (checked in Python)
+
+  int64_t batch, m, n, k;
+  int64_t a_batch_stride, a_row_stride, a_col_stride;
+  int64_t b_batch_stride, b_row_stride, b_col_stride;
+  int64_t out_batch_stride, out_row_stride, out_col_stride;
+
+  DType dtype;
+  bool allow_tf32;
+  MatmulVariant variant;
+  int32_t config;  // index into the backend's tile-config table; -1 = backend default
+};
+
+void matmul(const MatmulParams& params, void* stream);
+
+}  // namespace aiter_lite

@@ -1,0 +1,64 @@
+// CUDA/HIP portability for kernel sources (.cu). Include this, never cuda_runtime.h or
+// hip_runtime.h directly, so that one source compiles with nvcc and hipcc.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+#include <hip/hip_bf16.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#define AITER_LITE_HIP 1
+using gpuStream_t = hipStream_t;
+using gpuError_t = hipError_t;
+using half_t = __half;
+using bfloat16_t = __hip_bfloat16;
+#define gpuSuccess hipSuccess
+#define gpuGetLastError hipGetLastError
+#define gpuGetErrorString hipGetErrorString
+#define gpuFuncSetAttribute hipFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#define gpuGetDevice hipGetDevice
+#define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define kWarpSize 64
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#define AITER_LITE_CUDA 1
+using gpuStream_t = cudaStream_t;
+using gpuError_t = cudaError_t;
+using half_t = __half;
+using bfloat16_t = __nv_bfloat16;
+#define gpuSuccess cudaSuccess
+#define gpuGetLastError cudaGetLastError
+#define gpuGetErrorString cudaGetErrorString
+#define gpuFuncSetAttribute cudaFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define gpuGetDevice cudaGetDevice
+#define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
+#define kWarpSize 32
+#endif
+
+namespace aiter_lite {
+
+[[noreturn]] inline void throw_gpu_error(gpuError_t err, const char* what, const char* file, int line) {
+  throw std::runtime_error(std::string(what) + " failed: " + gpuGetErrorString(err) + " (" + file + ":" +
+                           std::to_string(line) + ")");
+}
+
+}  // namespace aiter_lite
+
+// Checks a runtime call; throws with file and line so the Python caller gets a RuntimeError.
+#define AITER_LITE_GPU_CHECK(expr)                                                   \
+  do {                                                                               \
+    gpuError_t aiter_lite_err_ = (expr);                                             \
+    if (aiter_lite_err_ != gpuSuccess)                                               \
+      ::aiter_lite::throw_gpu_error(aiter_lite_err_, #expr, __FILE__, __LINE__);     \
+  } while (0)
+
+// After a launch: a bad configuration surfaces here, not at the next sync.
+#define AITER_LITE_LAUNCH_CHECK() AITER_LITE_GPU_CHECK(gpuGetLastError())
