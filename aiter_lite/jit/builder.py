@@ -1,0 +1,82 @@
+"""Build one module spec into the cache: lock, double-check, ninja, publish or record the failure."""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+
+from ..errors import BuildError
+from . import lock as locks
+from .cache import Manifest, ModuleCache
+from .env import JitEnv
+from .ninja import default_jobs, generate_ninja, run_ninja
+from .spec import ModuleSpec
+
+logger = logging.getLogger(__name__)
+
+# gcc/clang "file:line:col: error: ...", nvcc "file(line): error: ...", "fatal error", ld errors.
+_FIRST_ERROR = re.compile(r"^.*?(?:[:(]\d+(?:[:,]\d+)?\)?:?\s*(?:fatal\s+)?error\b.*|\berror:.*)$",
+                          re.MULTILINE | re.IGNORECASE)
+
+
+def first_error_line(log_text: str) -> str:
+    for m in _FIRST_ERROR.finditer(log_text):
+        line = m.group(0).strip()
+        if not line.startswith(("FAILED:", "ninja:")):
+            return line
+    return ""
+
+
+def _hints(returncode: int, spec: ModuleSpec) -> tuple[str, ...]:
+    if returncode in (137, -9) or returncode == 128 + 9:
+        return ("exit 137: a compiler was killed, usually out of memory: lower MAX_JOBS (e.g. MAX_JOBS=1)",)
+    return ()
+
+
+def build(spec: ModuleSpec, key: str, env: JitEnv, *, requested_at: float) -> Manifest:
+    """Return a valid manifest for (spec, key), building it unless another process did."""
+    cache = ModuleCache(env.cache_dir, spec.name, spec.backend, key)
+    if not env.rebuild:
+        m = cache.valid_manifest()  # fast path: a complete manifest loads with no lock
+        if m is not None:
+            return m
+    cache.ensure_root()
+    with locks.hold(env.lock_dir, spec.name, spec.backend, key, what=f"building {spec.name}",
+                    timeout=env.lock_timeout) as wait_start:
+        m = cache.valid_manifest()
+        # AITER_LITE_REBUILD: rebuild unless someone rebuilt it after we asked (once per key).
+        if m is not None and (not env.rebuild or m.created >= requested_at):
+            return m
+        failure = cache.recent_failure(since=wait_start)
+        if failure is not None:  # the build we waited for failed: same error, no second attempt
+            raise failure
+        cache.discard_artifact()  # truncated/corrupt, or a forced rebuild
+        if cache.remove_stale_build_dirs():
+            logger.info("%s: removed build dirs left by killed builders", spec.name)
+        return _build_locked(spec, cache, env)
+
+
+def _build_locked(spec: ModuleSpec, cache: ModuleCache, env: JitEnv) -> Manifest:
+    build_dir = cache.new_build_dir()
+    log_path = build_dir / "build.log"
+    (build_dir / "build.ninja").write_text(generate_ninja(spec, cache.library_name))
+    jobs = default_jobs(env.max_jobs, spec.backend)
+    logger.info("%s: building for %s%s with %d job(s) in %s", spec.name, spec.backend,
+                f" ({','.join(spec.archs)})" if spec.archs else "", jobs, build_dir)
+    start = time.monotonic()
+    try:
+        returncode = run_ninja(build_dir, jobs, spec.name, log_path)
+    except OSError as e:
+        raise cache.record_failure(build_dir, BuildError(
+            spec.name, f"could not run ninja: {e}", log_path=str(log_path),
+            hints=("pip install ninja",))) from e
+    seconds = time.monotonic() - start
+    if returncode != 0:
+        text = log_path.read_text(errors="replace")
+        err = BuildError(spec.name, f"ninja exited with {returncode} after {seconds:.1f} s",
+                         first_error=first_error_line(text), log_path=str(log_path), hints=_hints(returncode, spec))
+        raise cache.record_failure(build_dir, err)
+    m = cache.publish(build_dir, seconds)
+    logger.info("%s: built in %.1f s -> %s", spec.name, seconds, cache.artifact_dir)
+    return m

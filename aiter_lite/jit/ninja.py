@@ -1,0 +1,128 @@
+"""build.ninja generation (a pure function) and the one subprocess call that runs ninja."""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from .spec import ModuleSpec
+
+logger = logging.getLogger(__name__)
+
+_STATUS = re.compile(r"^\[(\d+)/(\d+) ([\d.]+)s\] (.*)$")
+
+
+def _q(items) -> str:
+    return " ".join(shlex.quote(str(i)) for i in items)
+
+
+def _esc(path) -> str:
+    """Escape a path for a ninja build line ($, space and colon are special there)."""
+    return str(path).replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+
+
+def object_name(index: int, source: Path) -> str:
+    return f"obj/{index:02d}_{source.name}.o"
+
+
+def generate_ninja(spec: ModuleSpec, library_name: str) -> str:
+    lines = [
+        "ninja_required_version = 1.3",
+        f"cxx = {_q([spec.cxx.path])}",
+        f"cxx_flags = {_q(spec.cxx_flags)}",
+        f"link = {_q([spec.linker.path])}",
+        f"link_flags = {_q(spec.link_flags)}",
+        "",
+        "rule cxx",
+        "  command = $cxx -MMD -MF $out.d $cxx_flags -c $in -o $out",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "  description = CXX $in",
+    ]
+    if spec.device_compiler is not None:
+        dep = ("--generate-dependencies-with-compile --dependency-output $out.d" if spec.backend == "cuda"
+               else "-MMD -MF $out.d")
+        lines += [
+            f"device_cc = {_q([spec.device_compiler.path])}",
+            f"device_flags = {_q(spec.device_flags)}",
+            "",
+            "rule device",
+            f"  command = $device_cc {dep} $device_flags $arch_flags -c $in -o $out",
+            "  depfile = $out.d",
+            "  deps = gcc",
+            f"  description = {spec.backend.upper()} $in",
+        ]
+    lines += ["", "rule link", "  command = $link $in $link_flags -o $out", "  description = LINK $out", ""]
+    objects = []
+    for i, unit in enumerate(spec.units):
+        obj = object_name(i, unit.source)
+        objects.append(obj)
+        lines.append(f"build {_esc(obj)}: {unit.compiler} {_esc(unit.source)}")
+        if unit.arch_flags:
+            lines.append(f"  arch_flags = {_q(unit.arch_flags)}")
+    lines += [f"build {_esc(library_name)}: link {' '.join(map(_esc, objects))}", f"default {_esc(library_name)}", ""]
+    return "\n".join(lines)
+
+
+def default_jobs(max_jobs: Optional[int], backend: str) -> int:
+    """MAX_JOBS, else min(cores, free memory / per-job need): nvcc/hipcc jobs need ~2 GB each."""
+    if max_jobs:
+        return max_jobs
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    per_job_gb = 2.0 if backend in ("cuda", "hip") else 1.0
+    try:
+        with open("/proc/meminfo") as f:
+            avail_kb = next(int(l.split()[1]) for l in f if l.startswith("MemAvailable:"))
+        by_memory = int(avail_kb / (per_job_gb * 1024 * 1024))
+    except (OSError, StopIteration, ValueError):
+        by_memory = cores
+    return max(1, min(cores, by_memory))
+
+
+def _die_with_parent():
+    # If the Python process that started ninja is killed, ninja gets SIGTERM and stops its
+    # compilers, instead of running on and writing into a directory nobody owns.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def run_ninja(build_dir: Path, jobs: int, module: str, log_path: Path) -> int:
+    """Run ninja in build_dir, logging progress (file, n of m, seconds); returns its exit code.
+
+    The full output goes to log_path.
+    """
+    env = dict(os.environ, NINJA_STATUS="[%f/%t %es] ")
+    cmd = [_ninja_binary(), "-C", str(build_dir), "-j", str(jobs)]
+    start = time.monotonic()
+    with open(log_path, "w") as log:
+        log.write(f"$ {_q(cmd)}\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            m = _STATUS.match(line.rstrip())
+            if m:
+                logger.info("%s: [%s/%s %.1fs] %s", module, m.group(1), m.group(2),
+                            time.monotonic() - start, m.group(4))
+        return proc.wait()
+
+
+def _ninja_binary() -> str:
+    try:
+        import ninja  # the PyPI package ships a binary
+
+        return os.path.join(ninja.BIN_DIR, "ninja")
+    except (ImportError, AttributeError):
+        return "ninja"

@@ -1,0 +1,194 @@
+"""Compilers, their versions, target archs and the flags each backend adds.
+
+Queries happen only when a module is built or its key is computed (never at import), and each
+result is cached for the life of the process.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..errors import BuildError
+from .env import JitEnv
+
+
+@dataclass(frozen=True)
+class Compiler:
+    path: str
+    version: str  # first line of `--version`
+
+
+@functools.lru_cache(maxsize=None)
+def _version_line(path: str) -> str:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unknown ({e})"
+    lines = [l for l in out.splitlines() if l.strip()]
+    # nvcc prints its release on the last line; gcc/clang on the first.
+    return " | ".join(lines[:1] + lines[-1:]) if lines else "unknown"
+
+
+def _canonical(path: Optional[str]) -> Optional[str]:
+    return str(Path(path).resolve()) if path else None
+
+
+def find_cxx(env: JitEnv) -> Optional[Compiler]:
+    path = _canonical(shutil.which(env.cxx) if env.cxx else (shutil.which("c++") or shutil.which("g++")))
+    return Compiler(path, _version_line(path)) if path else None
+
+
+def find_nvcc(env: JitEnv) -> Optional[Compiler]:
+    candidates = [os.path.join(env.cuda_home, "bin", "nvcc")] if env.cuda_home else []
+    candidates += [shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]
+    path = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    return Compiler(_canonical(path), _version_line(_canonical(path))) if path else None
+
+
+def find_hipcc(env: JitEnv) -> Optional[Compiler]:
+    candidates = [os.path.join(env.rocm_home, "bin", "hipcc")] if env.rocm_home else []
+    candidates += [shutil.which("hipcc") or "", "/opt/rocm/bin/hipcc"]
+    path = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    return Compiler(_canonical(path), _version_line(_canonical(path))) if path else None
+
+
+def require(compiler: Optional[Compiler], module: str, what: str, hint: str) -> Compiler:
+    if compiler is None:
+        raise BuildError(module, f"{what} not found", hints=(hint,))
+    return compiler
+
+
+# ----------------------------------------------------------------------------------------------
+# Target archs
+
+
+def _cuda_arch_from_capability(major: int, minor: int) -> str:
+    # Hopper gets the arch-specific target so wgmma/setmaxnreg sources can build for it.
+    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
+
+
+def parse_cuda_arch_list(text: str) -> tuple[str, ...]:
+    """'sm_90a,sm_80' or TORCH_CUDA_ARCH_LIST style '8.0;9.0a+PTX' -> ('sm_80', 'sm_90a')."""
+    archs = set()
+    for item in re.split(r"[;,\s]+", text.strip()):
+        if not item:
+            continue
+        item = item.replace("+PTX", "")
+        sm = re.fullmatch(r"sm_(\d+a?)", item)
+        dotted = re.fullmatch(r"(\d+)\.(\d)(a?)", item)
+        if sm:
+            archs.add(item)
+        elif dotted:
+            archs.add("sm_" + "".join(dotted.groups()))
+        else:
+            raise ValueError(f"invalid CUDA arch {item!r} (expected e.g. sm_90a or 9.0)")
+    if not archs:
+        raise ValueError(f"empty CUDA arch list {text!r}")
+    return tuple(sorted(archs))
+
+
+def parse_rocm_arch_list(text: str) -> tuple[str, ...]:
+    archs = set()
+    for item in re.split(r"[;,\s]+", text.strip()):
+        if item:
+            base = item.split(":")[0]  # drop feature suffixes like gfx90a:xnack-
+            if not re.fullmatch(r"gfx[0-9a-f]+", base):
+                raise ValueError(f"invalid ROCm arch {item!r} (expected e.g. gfx942)")
+            archs.add(base)
+    if not archs:
+        raise ValueError(f"empty ROCm arch list {text!r}")
+    return tuple(sorted(archs))
+
+
+def target_archs(backend: str, env: JitEnv) -> tuple[str, ...]:
+    """Archs to build for: AITER_LITE_ARCH, else TORCH_CUDA_ARCH_LIST / PYTORCH_ROCM_ARCH, else the
+    visible GPUs (the only GPU query of the JIT, done lazily)."""
+    if backend == "cpu":
+        return ()
+    parse = parse_cuda_arch_list if backend == "cuda" else parse_rocm_arch_list
+    source = env.arch or (env.torch_cuda_arch_list if backend == "cuda" else env.rocm_arch)
+    if source:
+        return parse(source)
+    return _visible_archs(backend)
+
+
+@functools.lru_cache(maxsize=None)
+def _visible_archs(backend: str) -> tuple[str, ...]:
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        raise BuildError("(arch detection)", f"no visible GPU to take the {backend} arch list from",
+                         hints=("set AITER_LITE_ARCH (e.g. sm_90a or gfx942) to build without a GPU",))
+    archs = set()
+    for i in range(torch.cuda.device_count()):
+        if backend == "hip":
+            archs.add(torch.cuda.get_device_properties(i).gcnArchName.split(":")[0])
+        else:
+            archs.add(_cuda_arch_from_capability(*torch.cuda.get_device_capability(i)))
+    return tuple(sorted(archs))
+
+
+def cuda_gencode_flags(archs: tuple[str, ...]) -> list[str]:
+    flags = []
+    for a in archs:
+        num = a[3:]
+        flags.append(f"-gencode=arch=compute_{num},code={a}")
+    return flags
+
+
+def hip_offload_flags(archs: tuple[str, ...]) -> list[str]:
+    return [f"--offload-arch={a}" for a in archs]
+
+
+# ----------------------------------------------------------------------------------------------
+# Host facts that go into the cache key
+
+
+def python_includes() -> list[str]:
+    import pybind11
+
+    dirs = [sysconfig.get_paths()["include"], sysconfig.get_paths()["platinclude"], pybind11.get_include()]
+    return list(dict.fromkeys(dirs))
+
+
+def python_abi() -> str:
+    return f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')}"
+
+
+@functools.lru_cache(maxsize=None)
+def torch_version() -> str:
+    # Read from the package metadata, not by importing torch (keeps warm loads fast). The exact
+    # version string with its local tag (+cpu, +cu130, +rocm...) identifies the build and so its
+    # C++ ABI; our modules do not link torch at all (bindings are torch-free).
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu_fingerprint() -> str:
+    """Identifies the host CPU's ISA: part of the key when flags contain -march=native."""
+    text = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "model name", "Features")):
+                    text += line
+                if line.strip() == "":
+                    break
+    except OSError:
+        pass
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
