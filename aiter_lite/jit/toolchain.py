@@ -35,8 +35,11 @@ def _version_line(path: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"unknown ({e})"
     lines = [l for l in out.splitlines() if l.strip()]
-    # nvcc prints its release on the last line; gcc/clang on the first.
-    return " | ".join(lines[:1] + lines[-1:]) if lines else "unknown"
+    if not lines:
+        return "unknown"
+    # gcc/clang name their version on the first line; nvcc/hipcc put it on a later one.
+    extra = [l for l in lines[1:] if re.search(r"\b(release|Build|version)\b", l)]
+    return " | ".join(lines[:1] + extra[-1:])
 
 
 def _canonical(path: Optional[str]) -> Optional[str]:

@@ -1,0 +1,109 @@
+"""Shared argument checks and launch plumbing for the ops.
+
+Every check raises TypeError (wrong kind or dtype) or ValueError (wrong shape, device, aliasing)
+with a message that starts with the argument's name, before anything is launched.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+# Integer codes of csrc/include/dtype.h.
+DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+SUPPORTED = "float16, bfloat16 or float32"
+
+
+def backend_of(device: torch.device) -> str:
+    if device.type == "cpu":
+        return "cpu"
+    if device.type == "cuda":
+        return "hip" if torch.version.hip else "cuda"
+    raise ValueError(f"unsupported device {device} (aiter_lite runs on cpu and cuda/hip tensors)")
+
+
+def check_tensor(name: str, t, *, ndim: Optional[tuple[int, ...]] = None, float_dtype: bool = True) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if ndim is not None and t.dim() not in ndim:
+        raise ValueError(f"{name} must be {' or '.join(f'{n}-D' for n in ndim)}, got shape {tuple(t.shape)}")
+    if float_dtype and t.dtype not in DTYPE_CODES:
+        raise TypeError(f"{name} has dtype {t.dtype}; supported: {SUPPORTED}")
+    return t
+
+
+def check_same_device(ref_name: str, ref: torch.Tensor, **others) -> None:
+    for name, t in others.items():
+        if t is not None and t.device != ref.device:
+            raise ValueError(f"{name} is on {t.device} but {ref_name} is on {ref.device}; "
+                             "all tensors must be on the same device")
+
+
+def check_index_tensor(name: str, t, length: int, device: torch.device) -> Optional[torch.Tensor]:
+    if t is None:
+        return None
+    check_tensor(name, t, ndim=(1,), float_dtype=False)
+    if t.dtype != torch.int32:
+        raise TypeError(f"{name} must have dtype torch.int32, got {t.dtype}")
+    if t.shape[0] != length:
+        raise ValueError(f"{name} must have shape ({length},), got {tuple(t.shape)}")
+    if t.device != device:
+        raise ValueError(f"{name} is on {t.device} but x is on {device}; all tensors must be on the same device")
+    return t
+
+
+def _extent(t: torch.Tensor) -> tuple[int, int]:
+    """[start, end) byte range a tensor's elements can touch."""
+    start = t.data_ptr()
+    span = sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    return start, start + (span + 1) * t.element_size()
+
+
+def check_no_alias(out_name: str, out: torch.Tensor, **inputs) -> None:
+    """out must not overlap any input, nor itself (an expanded tensor)."""
+    if out.numel() == 0:
+        return
+    if torch._debug_has_internal_overlap(out) == 1:
+        raise ValueError(f"{out_name} has internally overlapping memory (e.g. an expanded tensor); "
+                         "pass a tensor whose elements are distinct")
+    o0, o1 = _extent(out)
+    for name, t in inputs.items():
+        if t is None or t.numel() == 0:
+            continue
+        i0, i1 = _extent(t)
+        if o0 < i1 and i0 < o1:
+            raise ValueError(f"{out_name} overlaps {name} in memory; aiter_lite ops do not support in-place "
+                             "or aliased outputs")
+
+
+def stream_of(t: torch.Tensor) -> int:
+    """The raw stream handle to launch on for t's device (0 on the CPU)."""
+    if t.device.type == "cpu":
+        return 0
+    return torch.cuda.current_stream(t.device).cuda_stream
+
+
+class on_device:
+    """Make t's GPU the current device for the launch (a no-op when it already is, and on the CPU)."""
+
+    __slots__ = ("index", "prev")
+
+    def __init__(self, t: torch.Tensor):
+        self.index = t.device.index if t.device.type == "cuda" else None
+        self.prev = None
+
+    def __enter__(self):
+        if self.index is not None:
+            current = torch.cuda.current_device()
+            if current != self.index:
+                self.prev = current
+                torch.cuda.set_device(self.index)
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            torch.cuda.set_device(self.prev)
+
+
+def use_direct_call() -> bool:
+    """Eager calls skip the dispatcher (host overhead); compile tracing and profiling use torch.ops."""
+    return not torch.compiler.is_compiling() and not torch._C._autograd._profiler_enabled()

@@ -1,0 +1,224 @@
+"""Causal depthwise conv1d (Mamba style): forward with bias and SiLU, and the decode-step update.
+
+Public functions check every argument, then launch the module for the tensors' device. Eager calls
+go straight to the launcher; under torch.compile or the profiler they go through the registered
+torch.library ops (aiter_lite::causal_conv1d_fwd, ::causal_conv1d_update), which call the same
+launchers.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from ..jit import get_module
+from ._common import (DTYPE_CODES, backend_of, check_index_tensor, check_no_alias, check_same_device,
+                      check_tensor, on_device, stream_of, use_direct_call)
+
+MODULE = "module_causal_conv1d"
+VARIANTS = {"auto": 0, "naive": 1, "shared": 2, "vectorized": 3}
+_ACTIVATIONS = (None, "silu", "swish")
+
+__all__ = ["causal_conv1d", "causal_conv1d_fwd", "causal_conv1d_update", "causal_conv1d_ref",
+           "causal_conv1d_update_ref", "VARIANTS"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks
+
+
+def _silu_flag(activation) -> bool:
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation must be None or 'silu', got {activation!r}")
+    return activation is not None
+
+
+def _variant_code(variant) -> int:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
+    return VARIANTS[variant]
+
+
+def _check_weight_bias(x: torch.Tensor, weight, bias) -> Optional[torch.Tensor]:
+    check_tensor("weight", weight, ndim=(2,))
+    dim = x.shape[1]
+    if weight.shape[0] != dim or weight.shape[1] < 1:
+        raise ValueError(f"weight must have shape (dim={dim}, width>=1), got {tuple(weight.shape)}")
+    if bias is not None:
+        check_tensor("bias", bias)
+        if bias.numel() == 0:  # AIter passes an empty tensor for "no bias"
+            bias = None
+        elif bias.dim() != 1 or bias.shape[0] != dim:
+            raise ValueError(f"bias must have shape ({dim},), got {tuple(bias.shape)}")
+        elif bias.dtype != weight.dtype:
+            raise TypeError(f"bias has dtype {bias.dtype} but weight has {weight.dtype}; they must match")
+    check_same_device("x", x, weight=weight, bias=bias)
+    return bias
+
+
+def _check_fwd(out, x, weight, bias, use_silu, variant) -> Optional[torch.Tensor]:
+    check_tensor("x", x, ndim=(3,))
+    bias = _check_weight_bias(x, weight, bias)
+    check_tensor("out", out)
+    if out.shape != x.shape:
+        raise ValueError(f"out must have x's shape {tuple(x.shape)}, got {tuple(out.shape)}")
+    if out.dtype != x.dtype:
+        raise TypeError(f"out has dtype {out.dtype} but x has {x.dtype}; they must match")
+    check_same_device("x", x, out=out)
+    if not isinstance(use_silu, bool):
+        raise TypeError(f"use_silu must be a bool, got {type(use_silu).__name__}")
+    _variant_code(variant)
+    backend_of(x.device)
+    return bias
+
+
+# ---------------------------------------------------------------------------------------------
+# Launchers (eager, real tensors)
+
+
+def _launch_fwd(out, x, weight, bias, use_silu: bool, variant: int) -> None:
+    if out.numel() == 0:
+        return
+    if not torch.compiler.is_compiling():
+        check_no_alias("out", out, x=x, weight=weight, bias=bias)
+    mod = get_module(MODULE, backend_of(x.device))
+    with on_device(x):
+        mod.causal_conv1d_fwd(
+            x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(), out.data_ptr(),
+            *x.shape, weight.shape[1], *x.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
+            *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant, stream_of(x))
+
+
+def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices) -> None:
+    if out.numel() == 0:
+        return
+    check_no_alias("out", out, x=x, conv_state=conv_state, weight=weight, bias=bias)
+    check_no_alias("conv_state", conv_state, x=x, weight=weight, bias=bias)
+    if conv_state_indices is not None and x.device.type == "cpu":
+        bad = (conv_state_indices >= conv_state.shape[0]).nonzero()
+        if bad.numel():
+            i = int(bad[0, 0])
+            raise ValueError(f"conv_state_indices[{i}] = {int(conv_state_indices[i])} is out of range for a "
+                             f"conv_state pool of {conv_state.shape[0]} rows")
+    mod = get_module(MODULE, backend_of(x.device))
+    ptr = lambda t: 0 if t is None else t.data_ptr()  # noqa: E731
+    with on_device(x):
+        mod.causal_conv1d_update(
+            x.data_ptr(), conv_state.data_ptr(), weight.data_ptr(), ptr(bias), ptr(cache_seqlens),
+            ptr(conv_state_indices), out.data_ptr(), *x.shape, weight.shape[1], conv_state.shape[2],
+            *x.stride(), *conv_state.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
+            *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, stream_of(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def causal_conv1d_fwd(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                      bias: Optional[torch.Tensor] = None, use_silu: bool = False, *,
+                      variant: str = "auto") -> torch.Tensor:
+    """AIter-style forward: writes act(conv(x) + bias) into `out` and returns it.
+
+    x: [batch, dim, seqlen] (any strides; channel-last views run at full speed), weight: [dim, width]
+    (any width >= 1, dtype may differ from x), bias: [dim] with weight's dtype, None, or an empty tensor.
+    out: x's shape and dtype, not overlapping any input. Accumulates in fp32.
+    """
+    bias = _check_fwd(out, x, weight, bias, use_silu, variant)
+    if use_direct_call():
+        _launch_fwd(out, x, weight, bias, use_silu, VARIANTS[variant])
+    else:
+        torch.ops.aiter_lite.causal_conv1d_fwd(out, x, weight, bias, use_silu, VARIANTS[variant])
+    return out
+
+
+def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                  activation: Optional[str] = None, *, variant: str = "auto") -> torch.Tensor:
+    """Functional forward: returns a new tensor laid out like x. activation: None or "silu"."""
+    use_silu = _silu_flag(activation)
+    check_tensor("x", x, ndim=(3,))
+    if use_direct_call():
+        return causal_conv1d_fwd(torch.empty_like(x), x, weight, bias, use_silu, variant=variant)
+    bias = _check_fwd(x, x, weight, bias, use_silu, variant)
+    return torch.ops.aiter_lite.causal_conv1d(x, weight, bias, use_silu, VARIANTS[variant])
+
+
+def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torch.Tensor,
+                         bias: Optional[torch.Tensor] = None, activation: Optional[str] = None,
+                         cache_seqlens: Optional[torch.Tensor] = None,
+                         conv_state_indices: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Decode step with the semantics of causal-conv1d's causal_conv1d_update.
+
+    x: [batch, dim] or [batch, dim, seqlen]; conv_state: [batch (or pool), dim, state_len >= width-1],
+    x's dtype, updated in place. cache_seqlens (int32 [batch]): conv_state is a circular buffer and
+    the new tokens go to (cache_seqlens + t) % state_len. conv_state_indices (int32 [batch]): row b
+    uses conv_state[indices[b]]; a negative index marks a padded slot (zero output, state untouched).
+    On the CPU an index >= the pool size raises ValueError; on the GPU (where checking would cost a
+    device sync) it is treated like a padded slot.
+    """
+    use_silu = _silu_flag(activation)
+    check_tensor("x", x, ndim=(2, 3))
+    squeeze = x.dim() == 2
+    x3 = x.unsqueeze(-1) if squeeze else x
+    batch, dim, _ = x3.shape
+    bias = _check_weight_bias(x3, weight, bias)
+    check_tensor("conv_state", conv_state, ndim=(3,))
+    width = weight.shape[1]
+    if conv_state.dtype != x.dtype:
+        raise TypeError(f"conv_state has dtype {conv_state.dtype} but x has {x.dtype}; they must match")
+    if conv_state.shape[1] != dim or conv_state.shape[2] < width - 1:
+        raise ValueError(f"conv_state must have shape (pool, dim={dim}, state_len>={width - 1}), "
+                         f"got {tuple(conv_state.shape)}")
+    if conv_state_indices is None and conv_state.shape[0] != batch:
+        raise ValueError(f"conv_state must have batch={batch} rows (or pass conv_state_indices), "
+                         f"got {tuple(conv_state.shape)}")
+    check_same_device("x", x, conv_state=conv_state)
+    cache_seqlens = check_index_tensor("cache_seqlens", cache_seqlens, batch, x.device)
+    conv_state_indices = check_index_tensor("conv_state_indices", conv_state_indices, batch, x.device)
+    backend_of(x.device)
+    if use_direct_call():
+        out = torch.empty_like(x3)
+        _launch_update(out, x3, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)
+    else:
+        out = torch.ops.aiter_lite.causal_conv1d_update(x3, conv_state, weight, bias, use_silu,
+                                                        cache_seqlens, conv_state_indices)
+    return out.squeeze(-1) if squeeze else out
+
+
+# ---------------------------------------------------------------------------------------------
+# float64 references
+
+
+def causal_conv1d_ref(x, weight, bias=None, activation=None) -> torch.Tensor:
+    """Reference forward computed in float64; returns float64."""
+    width = weight.shape[1]
+    x64, w64 = x.double(), weight.double()
+    b64 = None if bias is None or bias.numel() == 0 else bias.double()
+    out = F.conv1d(x64, w64.unsqueeze(1), b64, padding=width - 1, groups=x.shape[1])[..., : x.shape[-1]]
+    return F.silu(out) if _silu_flag(activation) else out
+
+
+def causal_conv1d_update_ref(x, conv_state, weight, bias=None, activation=None, cache_seqlens=None,
+                             conv_state_indices=None) -> torch.Tensor:
+    """Reference decode step in float64; updates conv_state in place (in its own dtype)."""
+    squeeze = x.dim() == 2
+    x3 = (x.unsqueeze(-1) if squeeze else x).double()
+    batch, dim, seqlen = x3.shape
+    width, state_len = weight.shape[1], conv_state.shape[-1]
+    out = torch.zeros_like(x3)
+    for b in range(batch):
+        row = b if conv_state_indices is None else int(conv_state_indices[b])
+        if row < 0 or row >= conv_state.shape[0]:
+            continue  # padded slot: zero output, state untouched
+        state = conv_state[row].double()
+        if cache_seqlens is None:
+            x_new = torch.cat([state, x3[b]], dim=-1)
+            conv_state[row].copy_(x_new[:, -state_len:])
+        else:
+            pos = int(cache_seqlens[b])
+            window = torch.remainder(torch.arange(pos - (width - 1), pos), state_len)
+            x_new = torch.cat([state[:, window], x3[b]], dim=-1)
+            for t in range(seqlen):
+                conv_state[row][:, (pos + t) % state_len] = x3[b, :, t].to(conv_state.dtype)
+        out[b] = causal_conv1d_ref(x_new.unsqueeze(0), weight, bias, activation)[0, :, -seqlen:]
+    return out.squeeze(-1) if squeeze else out

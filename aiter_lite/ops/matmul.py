@@ -1,0 +1,120 @@
+"""Matmul with fp32 accumulation: out = a @ b for [M, K] x [K, N], batched 3-D inputs too.
+
+Strided and transposed inputs are passed to the kernels as they are (element strides), with one
+exception: on the GPU an operand with no unit stride in either of its last two dims is copied to a
+contiguous tensor first (the fast kernels need one contiguous dimension for 16-byte loads).
+fp32 is strict by default; TF32 is used only when allowed (argument, or torch's global setting).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..jit import get_module
+from ._common import (DTYPE_CODES, backend_of, check_no_alias, check_same_device, check_tensor, on_device,
+                      stream_of, use_direct_call)
+
+MODULE = "module_matmul"
+VARIANTS = {"auto": 0, "naive": 1, "tiled": 2, "tensor_core": 3}
+
+__all__ = ["matmul", "matmul_ref", "VARIANTS"]
+
+
+def _tf32_allowed_globally() -> bool:
+    precision = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
+    if precision is not None:
+        return precision == "tf32"
+    return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
+def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
+    check_tensor("a", a, ndim=(2, 3))
+    check_tensor("b", b, ndim=(2, 3))
+    if a.dtype != b.dtype:
+        raise TypeError(f"a has dtype {a.dtype} but b has {b.dtype}; they must match")
+    check_same_device("a", a, b=b)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"a's K dim ({a.shape[-1]}) must equal b's ({b.shape[-2]}): "
+                         f"a {tuple(a.shape)} @ b {tuple(b.shape)}")
+    m, n = a.shape[-2], b.shape[-1]
+    if a.dim() == 2 and b.dim() == 2:
+        return (m, n)
+    ba = a.shape[0] if a.dim() == 3 else 1
+    bb = b.shape[0] if b.dim() == 3 else 1
+    if ba != bb and 1 not in (ba, bb):
+        raise ValueError(f"a's batch ({ba}) and b's batch ({bb}) must match or be 1")
+    return (max(ba, bb), m, n)
+
+
+def _check(a, b, out, allow_tf32, variant, config) -> tuple[int, ...]:
+    shape = _out_shape(a, b)
+    if out is not None:
+        check_tensor("out", out)
+        if tuple(out.shape) != shape:
+            raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
+        if out.dtype != a.dtype:
+            raise TypeError(f"out has dtype {out.dtype} but a has {a.dtype}; they must match")
+        check_same_device("a", a, out=out)
+    if allow_tf32 is not None and not isinstance(allow_tf32, bool):
+        raise TypeError(f"allow_tf32 must be None or a bool, got {type(allow_tf32).__name__}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
+    if not isinstance(config, int) or isinstance(config, bool) or config < -1:
+        raise ValueError(f"config must be an int >= -1 (-1 = default), got {config!r}")
+    backend_of(a.device)
+    return shape
+
+
+def _as_3d(t: torch.Tensor, batch: int) -> torch.Tensor:
+    t = t.unsqueeze(0) if t.dim() == 2 else t
+    return t.expand(batch, *t.shape[1:]) if t.shape[0] != batch else t  # batch stride 0 broadcasts
+
+
+def _needs_copy(t: torch.Tensor) -> bool:
+    return t.device.type != "cpu" and t.stride(-1) != 1 and t.stride(-2) != 1 and min(t.shape[-2:]) > 1
+
+
+def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
+    if out.numel() == 0:
+        return
+    if not torch.compiler.is_compiling():
+        check_no_alias("out", out, a=a, b=b)
+    if a.shape[-1] == 0:
+        out.zero_()
+        return
+    a = a.contiguous() if _needs_copy(a) else a
+    b = b.contiguous() if _needs_copy(b) else b
+    batch = out.shape[0] if out.dim() == 3 else 1
+    a3, b3 = _as_3d(a, batch), _as_3d(b, batch)
+    o3 = out.unsqueeze(0) if out.dim() == 2 else out
+    mod = get_module(MODULE, backend_of(a.device))
+    with on_device(a):
+        mod.matmul(a3.data_ptr(), b3.data_ptr(), o3.data_ptr(), batch, a3.shape[1], b3.shape[2], a3.shape[2],
+                   *a3.stride(), *b3.stride(), *o3.stride(), DTYPE_CODES[a.dtype], allow_tf32, variant, config,
+                   stream_of(a))
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None, *,
+           allow_tf32: Optional[bool] = None, variant: str = "auto", config: int = -1) -> torch.Tensor:
+    """out = a @ b with fp32 accumulation; fp16/bf16/fp32; any M, N, K >= 0.
+
+    allow_tf32: None follows torch.backends.cuda.matmul (fp32_precision / allow_tf32); ignored on the CPU.
+    variant/config select a kernel and tile config (op_tests and the autotuner use them).
+    """
+    shape = _check(a, b, out, allow_tf32, variant, config)
+    tf32 = (_tf32_allowed_globally() if allow_tf32 is None else allow_tf32) and a.dtype == torch.float32
+    if use_direct_call():
+        if out is None:
+            out = torch.empty(shape, dtype=a.dtype, device=a.device)
+        _launch(a, b, out, tf32, VARIANTS[variant], config)
+        return out
+    if out is None:
+        return torch.ops.aiter_lite.matmul(a, b, tf32, VARIANTS[variant], config)
+    torch.ops.aiter_lite.matmul_out(a, b, out, tf32, VARIANTS[variant], config)
+    return out
+
+
+def matmul_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Reference in float64 (returns float64)."""
+    return torch.matmul(a.double(), b.double())

@@ -1,0 +1,74 @@
+"""Many processes, killed builders, forced rebuilds and lock timeouts, on the tiny test module."""
+import random
+import shutil
+import signal
+import time
+
+import filelock
+import pytest
+
+from aiter_lite.jit.key import compute_key
+from aiter_lite.jit.lock import lock_path
+from aiter_lite.jit.spec import make_spec
+from aiter_lite.jit import read_env
+
+pytestmark = pytest.mark.slow
+
+
+def test_eight_processes_on_a_cold_cache_compile_once(tiny):
+    procs = [tiny.start_worker() for _ in range(8)]
+    results = [tiny.result(p) for p in procs]
+    assert all(r["ok"] and r["add"] == 5 for r in results), results
+    assert sum(r["built"] for r in results) == 1
+    assert [a for a in tiny.artifacts() if a.startswith("cpu-")] and not any(
+        a.startswith(".tmp-") for a in tiny.artifacts())
+
+
+def test_rebuild_env_rebuilds_once_across_processes(tiny):
+    assert tiny.run_worker()["built"]
+    procs = [tiny.start_worker(AITER_LITE_REBUILD="1") for _ in range(6)]
+    results = [tiny.result(p) for p in procs]
+    assert all(r["ok"] for r in results)
+    assert sum(r["built"] for r in results) == 1, "AITER_LITE_REBUILD=1 must rebuild once per key"
+    assert not tiny.run_worker(AITER_LITE_REBUILD="0")["built"]
+
+
+def test_sigkilled_builders_never_break_the_next_process(tiny):
+    rng = random.Random(1234)
+    trials, rebuilt_after_kill = 10, 0
+    for trial in range(trials):
+        victim = tiny.start_worker()
+        time.sleep(rng.uniform(0.2, 5.5))  # a tiny build takes ~1-6 s: kill before, during or after it
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        start = time.monotonic()
+        result = tiny.run_worker()  # must neither hang nor load a broken module
+        assert result["ok"] and result["add"] == 5, (trial, result)
+        assert time.monotonic() - start < 120
+        rebuilt_after_kill += result["built"]
+        leftovers = [a for a in tiny.artifacts() if a.startswith(".tmp-")]
+        assert not leftovers, (trial, leftovers)
+        # Start every trial from a cold cache so each kill lands in a build again.
+        for art in tiny.artifacts():
+            if art.startswith("cpu-"):
+                shutil.rmtree(tiny.cache / "module_tiny" / art)
+    assert rebuilt_after_kill >= trials // 2, "most kills should land inside a build"
+    # A final process sees no leftovers from any trial.
+    assert tiny.run_worker()["ok"]
+    assert not [a for a in tiny.artifacts() if a.startswith(".tmp-")]
+
+
+def test_lock_timeout_names_the_lock_file(tiny):
+    spec = make_spec(tiny.registry().get("module_tiny"), "cpu", read_env())
+    path = lock_path(tiny.locks, "module_tiny", "cpu", compute_key(spec))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    holder = filelock.FileLock(str(path))
+    with holder:
+        start = time.monotonic()
+        result = tiny.run_worker(AITER_LITE_LOCK_TIMEOUT="1.5")
+        waited = time.monotonic() - start
+    assert not result["ok"] and result["type"] == "LockTimeout"
+    assert str(path) in result["error"] and "AITER_LITE_LOCK_TIMEOUT" in result["error"]
+    assert waited < 60
+    assert path.exists(), "lock files are never unlinked"
+    assert tiny.run_worker()["ok"], "after the holder releases, the build proceeds"
