@@ -62,3 +62,22 @@ namespace aiter_lite {
 
 // After a launch: a bad configuration surfaces here, not at the next sync.
 #define AITER_LITE_LAUNCH_CHECK() AITER_LITE_GPU_CHECK(gpuGetLastError())
+
+// ---- Warp-level shims (device code only). Kernels use these instead of __shfl_sync / __shfl so that
+// one source compiles for both; all lanes of the warp must call them (full mask on CUDA).
+#if defined(__CUDACC__) || defined(__HIPCC__)
+namespace aiter_lite {
+
+__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & (kWarpSize - 1); }
+
+// Value of `v` held by lane `src_lane` (0..kWarpSize-1) of the calling warp.
+__device__ __forceinline__ unsigned int warp_shfl(unsigned int v, int src_lane) {
+#if defined(AITER_LITE_HIP)
+  return __shfl(v, src_lane, kWarpSize);
+#else
+  return __shfl_sync(0xffffffffu, v, src_lane, kWarpSize);
+#endif
+}
+
+}  // namespace aiter_lite
+#endif

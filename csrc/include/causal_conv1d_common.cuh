@@ -1,0 +1,206 @@
+// Pieces shared by the causal conv1d forward and update kernels: SiLU, loading weights and bias
+// into registers as fp32, and the runtime-width -> template-width switch. CUDA and HIP.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "causal_conv1d_params.h"
+#include "dtype_traits.cuh"
+#include "port.h"
+#include "vec.cuh"
+
+namespace aiter_lite {
+namespace conv1d {
+
+// Widths with a compile-time kernel; wider filters take the runtime-width kernels.
+constexpr int kMaxTemplateWidth = 8;
+
+// Largest grid.x the launchers use; kernels loop over the rest of their work items.
+constexpr int64_t kMaxGridX = 2147483647;
+
+inline bool is_valid_dtype(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
+}
+inline int dtype_size(DType t) { return t == DType::kFloat32 ? 4 : 2; }
+
+__device__ __forceinline__ float silu(float v) { return v / (1.0f + __expf(-v)); }
+
+// Everything a kernel needs to read weights and bias (dtype w_dtype, stored as given).
+// contig: weight[d, :] rows are dense (width_stride 1, dim_stride width) and weight is 16-byte
+// aligned, so the weights of kV consecutive channels are one aligned run of kV * width elements.
+// bias_contig: bias has stride 1 and is 16-byte aligned.
+struct WeightArgs {
+  const void* weight;
+  const void* bias;  // nullptr: no bias
+  int64_t dim_stride, width_stride, bias_stride;
+  DType dtype;
+  bool contig, bias_contig;
+};
+
+inline WeightArgs make_weight_args(const void* weight, const void* bias, int64_t width, int64_t w_dim_stride,
+                                   int64_t w_width_stride, int64_t bias_stride, DType w_dtype) {
+  WeightArgs a{};
+  a.weight = weight;
+  a.bias = bias;
+  a.dim_stride = w_dim_stride;
+  a.width_stride = w_width_stride;
+  a.bias_stride = bias_stride;
+  a.dtype = w_dtype;
+  a.contig = (width == 1 || w_width_stride == 1) && w_dim_stride == width && is_aligned(weight, 16);
+  a.bias_contig = bias != nullptr && bias_stride == 1 && is_aligned(bias, 16);
+  return a;
+}
+
+// dst[i] = p[i] for i < kN, read with the widest vectors that divide kN. p must be aligned to
+// 16 bytes or to kN * sizeof(WT), whichever is smaller.
+// Largest power of two <= kMax that divides n.
+__host__ __device__ constexpr int largest_pow2_divisor(int n, int max_chunk) {
+  int c = max_chunk;
+  while (c > 1 && n % c != 0) c /= 2;
+  return c;
+}
+
+// dst[i] = p[i] for i < kN, read with the widest vectors (up to 16 bytes) that divide kN. p must be
+// aligned to the byte size of those vectors (a 16-byte aligned base plus a multiple of kN elements is).
+template <typename WT, int kN>
+__device__ __forceinline__ void load_contig_as_float(float (&dst)[kN], const WT* p) {
+  constexpr int kChunk = largest_pow2_divisor(kN, kVecElts<WT>);
+#pragma unroll
+  for (int c = 0; c < kN / kChunk; ++c) {
+    Vec<WT, kChunk> v;
+    v.load(p + c * kChunk);
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) dst[c * kChunk + i] = to_float(v.elt[i]);
+  }
+}
+
+namespace detail {
+
+template <typename WT, int kW>
+__device__ __forceinline__ void load_channel_weights_typed(float (&w)[kW], const WeightArgs& a, int64_t d) {
+  const WT* wp = static_cast<const WT*>(a.weight) + d * a.dim_stride;
+#pragma unroll
+  for (int j = 0; j < kW; ++j) w[j] = to_float(wp[j * a.width_stride]);
+}
+
+template <typename WT, int kV, int kW>
+__device__ __forceinline__ void load_weight_block_typed(float (&w)[kV][kW], float (&b)[kV], const WeightArgs& a,
+                                                        int64_t d0) {
+  const WT* wp = static_cast<const WT*>(a.weight);
+  if (a.contig) {
+    float flat[kV * kW];
+    load_contig_as_float<WT, kV * kW>(flat, wp + d0 * kW);
+#pragma unroll
+    for (int c = 0; c < kV; ++c)
+#pragma unroll
+      for (int j = 0; j < kW; ++j) w[c][j] = flat[c * kW + j];
+  } else {
+#pragma unroll
+    for (int c = 0; c < kV; ++c)
+#pragma unroll
+      for (int j = 0; j < kW; ++j) w[c][j] = to_float(wp[(d0 + c) * a.dim_stride + j * a.width_stride]);
+  }
+  const WT* bp = static_cast<const WT*>(a.bias);
+  if (bp == nullptr) {
+#pragma unroll
+    for (int c = 0; c < kV; ++c) b[c] = 0.f;
+  } else if (a.bias_contig) {
+    load_contig_as_float<WT, kV>(b, bp + d0);
+  } else {
+#pragma unroll
+    for (int c = 0; c < kV; ++c) b[c] = to_float(bp[(d0 + c) * a.bias_stride]);
+  }
+}
+
+}  // namespace detail
+
+// Weights of channel d as fp32 (w[j] multiplies x[t - (kW - 1) + j]) and its bias (0 without bias).
+template <int kW>
+__device__ __forceinline__ void load_channel_weights(float (&w)[kW], float& b, const WeightArgs& a, int64_t d) {
+  switch (a.dtype) {
+    case DType::kFloat16: detail::load_channel_weights_typed<half_t, kW>(w, a, d); break;
+    case DType::kBFloat16: detail::load_channel_weights_typed<bfloat16_t, kW>(w, a, d); break;
+    default: detail::load_channel_weights_typed<float, kW>(w, a, d); break;
+  }
+  b = a.bias == nullptr ? 0.f : load_as_float(a.bias, a.dtype, d * a.bias_stride);
+}
+
+// Weights and biases of channels d0 .. d0 + kV - 1 (d0 a multiple of kV), with vector loads when
+// the rows are dense.
+template <int kV, int kW>
+__device__ __forceinline__ void load_weight_block(float (&w)[kV][kW], float (&b)[kV], const WeightArgs& a,
+                                                  int64_t d0) {
+  switch (a.dtype) {
+    case DType::kFloat16: detail::load_weight_block_typed<half_t, kV, kW>(w, b, a, d0); break;
+    case DType::kBFloat16: detail::load_weight_block_typed<bfloat16_t, kV, kW>(w, b, a, d0); break;
+    default: detail::load_weight_block_typed<float, kV, kW>(w, b, a, d0); break;
+  }
+}
+
+// Division by a runtime-invariant 64-bit divisor with a multiply-high, shift and add instead of
+// the 64-bit division subroutine (which costs ~70 instructions and a call that makes ptxas spill).
+// Granlund & Montgomery, "Division by invariant integers using multiplication" (PLDI 1994),
+// figure 4.1: exact for every numerator n < 2^64 and divisor 1 <= d <= 2^63.
+struct FastDivmod {
+  uint64_t divisor;
+  uint64_t multiplier;
+  uint32_t shift1, shift2;
+
+  FastDivmod() = default;
+  explicit FastDivmod(int64_t d_in) {
+    const uint64_t d = d_in < 1 ? 1 : static_cast<uint64_t>(d_in);
+    int l = 0;  // ceil(log2(d))
+    while (l < 63 && (uint64_t{1} << l) < d) ++l;
+    if ((uint64_t{1} << l) < d) l = 64;  // only for d > 2^63, which callers never pass
+    using u128 = unsigned __int128;
+    const u128 two_l = l == 64 ? (u128{1} << 64) : (u128{1} << l);
+    divisor = d;
+    multiplier = static_cast<uint64_t>(((u128{1} << 64) * (two_l - d)) / d + 1);
+    shift1 = l > 0 ? 1 : 0;
+    shift2 = l > 0 ? static_cast<uint32_t>(l - 1) : 0;
+  }
+
+  __device__ __forceinline__ uint64_t div(uint64_t n) const {
+    const uint64_t t = __umul64hi(multiplier, n);
+    return (t + ((n - t) >> shift1)) >> shift2;
+  }
+  // quotient and remainder of a non-negative n
+  __device__ __forceinline__ int64_t divmod(int64_t& rem, int64_t n) const {
+    const uint64_t q = div(static_cast<uint64_t>(n));
+    rem = static_cast<int64_t>(static_cast<uint64_t>(n) - q * divisor);
+    return static_cast<int64_t>(q);
+  }
+  __device__ __forceinline__ int64_t mod(int64_t n) const {
+    return static_cast<int64_t>(static_cast<uint64_t>(n) - div(static_cast<uint64_t>(n)) * divisor);
+  }
+  // n mod divisor in [0, divisor) for any sign of n (|n| < 2^63)
+  __device__ __forceinline__ int64_t floor_mod(int64_t n) const {
+    if (n >= 0) return mod(n);
+    const int64_t r = mod(-(n + 1));  // -n - 1 >= 0
+    return static_cast<int64_t>(divisor) - 1 - r;
+  }
+};
+
+}  // namespace conv1d
+}  // namespace aiter_lite
+
+// Runtime width -> `constexpr int kWidthName` in 1..kMaxTemplateWidth, then calls the lambda body.
+// Callers route wider filters elsewhere first; anything else reaching the switch throws.
+#define AITER_LITE_CONV_WIDTH_SWITCH(width, kWidthName, ...)                                        \
+  [&] {                                                                                           \
+    switch (width) {                                                                              \
+      case 1: { constexpr int kWidthName = 1; return __VA_ARGS__(); }                              \
+      case 2: { constexpr int kWidthName = 2; return __VA_ARGS__(); }                              \
+      case 3: { constexpr int kWidthName = 3; return __VA_ARGS__(); }                              \
+      case 4: { constexpr int kWidthName = 4; return __VA_ARGS__(); }                              \
+      case 5: { constexpr int kWidthName = 5; return __VA_ARGS__(); }                              \
+      case 6: { constexpr int kWidthName = 6; return __VA_ARGS__(); }                              \
+      case 7: { constexpr int kWidthName = 7; return __VA_ARGS__(); }                              \
+      case 8: { constexpr int kWidthName = 8; return __VA_ARGS__(); }                              \
+      default: break;                                                                             \
+    }                                                                                             \
+    throw std::invalid_argument("aiter_lite causal_conv1d: no compile-time kernel for width " +    \
+                                std::to_string(static_cast<long long>(width)));                   \
+  }()

@@ -1,0 +1,660 @@
+// Causal depthwise conv1d forward (Mamba style), CUDA and HIP.
+//
+//   out[b, d, t] = act(bias[d] + sum_{j < W} w[d, j] * x[b, d, t - (W - 1) + j]),  x[.., t < 0] = 0
+//
+// Kernels (all accumulate in fp32; weights and bias are read as fp32 whatever their dtype):
+//   flat          [B, D, L] dense x and out: x is one array of B*D*L elements cut into 16-byte
+//                 vectors, so every vector is aligned whatever L is (no slow path for odd lengths).
+//                 Each thread holds 4 vectors in flight; the W-1 elements before a vector come from
+//                 the neighbouring lane by warp shuffle (one small global read per warp tile).
+//   channel_last  x and out with dim stride 1 ([B, L, D] storage seen as [B, D, L]): a thread owns
+//                 one 16-byte group of channels (or one channel when D is not vector friendly) over
+//                 a chunk of time steps, keeping the last W-1 inputs in registers.
+//   shared        any strides: a block stages one tile of a row plus its halo in shared memory.
+//                 Coalesced when rows are contiguous (seq stride 1), e.g. padded or sliced rows.
+//   naive         any strides, any width: one thread per output. The reference kernel and the
+//                 fallback for everything else (including width > kMaxTemplateWidth).
+//
+// Variant selection (params.variant):
+//   kAuto        flat if dense and 16-byte aligned, else channel_last if dim stride 1 (x and out),
+//                else shared if x rows are contiguous, else naive; width > 8 always runs naive.
+//   kVectorized  flat or channel_last as above; a layout neither can take falls back to naive.
+//   kShared      shared (any layout); width > 8 falls back to naive.
+//   kNaive       naive.
+// All indexing is 64-bit; grids are 1-D over work items and capped at kMaxGridX (kernels loop).
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "causal_conv1d_common.cuh"
+#include "causal_conv1d_params.h"
+#include "dtype_traits.cuh"
+#include "port.h"
+#include "vec.cuh"
+
+namespace aiter_lite {
+namespace conv1d {
+namespace {
+
+// Element i (0 = lowest address) of a 32-bit word holding 4 / sizeof(T) elements of T.
+template <typename T> __device__ __forceinline__ T word_elt(uint32_t w, int i);
+template <> __device__ __forceinline__ float word_elt<float>(uint32_t w, int) { return __uint_as_float(w); }
+template <> __device__ __forceinline__ half_t word_elt<half_t>(uint32_t w, int i) {
+  return __ushort_as_half(static_cast<unsigned short>(w >> (16 * i)));
+}
+template <> __device__ __forceinline__ bfloat16_t word_elt<bfloat16_t>(uint32_t w, int i) {
+  return __ushort_as_bfloat16(static_cast<unsigned short>(w >> (16 * i)));
+}
+
+__device__ __forceinline__ float activate(float v, bool use_silu) { return use_silu ? silu(v) : v; }
+
+// ---------------------------------------------------------------------------------------------
+// flat: dense [B, D, L] x and out
+
+template <typename T_, int kWidth_>
+struct FwdFlatTraits {
+  using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kHalo = kWidth - 1;
+  static constexpr int kThreads = 128;
+  static constexpr int kMinBlocks = 4;  // <= 128 registers: without a bound ptxas spills a few values
+  static constexpr int kWarps = kThreads / kWarpSize;
+  static constexpr int kNElts = kVecElts<T>;                     // elements per 16-byte vector
+  static constexpr int kVecsPerThread = 4;                       // 16-byte loads in flight per thread
+  static constexpr int kTileVecs = kWarpSize * kVecsPerThread;   // vectors per warp tile
+  static constexpr int kEltsPerWord = 4 / static_cast<int>(sizeof(T));
+  // 32-bit words just before a vector that hold its halo, and how many vectors back they reach.
+  static constexpr int kHaloWords = (kHalo + kEltsPerWord - 1) / kEltsPerWord;
+  static constexpr int kHaloVecs = (kHaloWords + 3) / 4;
+  using vec_t = Vec<T, kNElts>;
+  static_assert(sizeof(vec_t) == 16, "flat kernel moves 16-byte vectors");
+  static_assert(kThreads % kWarpSize == 0, "whole warps");
+  static_assert(kHaloVecs < kWarpSize, "halo must come from earlier lanes of the same warp tile");
+};
+
+struct FwdFlatArgs {
+  const void* x;
+  void* out;
+  WeightArgs w;
+  int64_t n;            // B * D * L
+  int64_t n_full_vecs;  // vectors entirely inside [0, n)
+  int64_t n_tiles;      // warp tiles of kTileVecs vectors
+  int64_t seqlen, dim;
+  FastDivmod div_seqlen, div_dim;
+  int64_t step_t, step_d;  // moving by kWarpSize vectors: position += step_t (mod L), channel += step_d (+carry)
+  bool silu;
+};
+
+// Work item: a warp tile of kTileVecs consecutive vectors; lane l takes vectors l, l + 32, l + 64,
+// l + 96 of it, so each of its 4 loads is one fully coalesced 512-byte warp access.
+template <typename Ktraits>
+__global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal_conv1d_fwd_flat_kernel(const FwdFlatArgs a) {
+  using T = typename Ktraits::T;
+  using vec_t = typename Ktraits::vec_t;
+  constexpr int kW = Ktraits::kWidth;
+  constexpr int kHalo = Ktraits::kHalo;
+  constexpr int kNElts = Ktraits::kNElts;
+  constexpr int kVecs = Ktraits::kVecsPerThread;
+  constexpr int kHaloWords = Ktraits::kHaloWords;
+  constexpr int kHaloWordsAlloc = kHaloWords > 0 ? kHaloWords : 1;
+  constexpr int kEltsPerWord = Ktraits::kEltsPerWord;
+
+  const T* __restrict__ x = static_cast<const T*>(a.x);
+  const uint32_t* __restrict__ x_words = static_cast<const uint32_t*>(a.x);
+  T* __restrict__ out = static_cast<T*>(a.out);
+  const int lane = lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t L = a.seqlen;
+  const int64_t D = a.dim;
+
+  float w[kW];
+  float bias = 0.f;
+  int64_t w_channel = -1;  // channel whose weights are in w
+
+  for (int64_t tile = static_cast<int64_t>(blockIdx.x) * Ktraits::kWarps + warp; tile < a.n_tiles;
+       tile += static_cast<int64_t>(gridDim.x) * Ktraits::kWarps) {
+    const int64_t v0 = tile * Ktraits::kTileVecs + lane;
+
+    // Issue all loads first.
+    vec_t xv[kVecs];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int64_t v = v0 + k * kWarpSize;
+      if (v < a.n_full_vecs) {
+        xv[k].load(x + v * kNElts);
+      } else {
+        xv[k].set_zero();
+        const int64_t e = v * kNElts;
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i)
+          if (e + i < a.n) xv[k].elt[i] = x[e + i];
+      }
+    }
+
+    // Row position t and channel d of this lane's first element.
+    int64_t t;
+    const int64_t d_first = a.div_seqlen.divmod(t, v0 * kNElts);
+    int64_t d = a.div_dim.mod(d_first);
+
+    uint32_t prev_shfl[kHaloWordsAlloc] = {};  // shuffle results of the previous k (lanes < p use them)
+    // Not unrolled, to keep one copy of the code: the vector being processed is always xv[0] and
+    // the others move down one slot after each step.
+#pragma unroll 1
+    for (int k = 0; k < kVecs; ++k) {
+      const int64_t v = v0 + k * kWarpSize;
+      const int64_t e = v * kNElts;
+
+      // halo_words[kHaloWords - h] = the h-th 32-bit word before this vector (h = 1: adjacent).
+      // It sits in the vector p = ceil(h / 4) back: lane - p of this k, or for the first lanes the
+      // last lanes of k - 1 (the same shuffle, done one k earlier), or for k = 0 global memory.
+      uint32_t halo_words[kHaloWordsAlloc];
+#pragma unroll
+      for (int h = 1; h <= kHaloWords; ++h) {
+        const int p = (h + 3) / 4;
+        const int word = 3 - (h - 1) % 4;
+        const uint32_t s = warp_shfl(xv[0].word(word), (lane - p) & (kWarpSize - 1));
+        uint32_t val;
+        if (lane >= p) {
+          val = s;
+        } else if (k > 0) {
+          val = prev_shfl[h - 1];
+        } else {
+          const int64_t wi = v * 4 - h;  // before this vector's first element, so inside x
+          val = wi >= 0 ? x_words[wi] : 0u;
+        }
+        prev_shfl[h - 1] = s;
+        halo_words[kHaloWords - h] = val;
+      }
+
+      if (e < a.n) {
+        float xs[kHalo + kNElts];  // x[e - kHalo .. e + kNElts) as fp32
+#pragma unroll
+        for (int i = 0; i < kHalo; ++i) {
+          const int m = kHaloWords * kEltsPerWord - kHalo + i;
+          xs[i] = to_float(word_elt<T>(halo_words[m / kEltsPerWord], m % kEltsPerWord));
+        }
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i) xs[kHalo + i] = to_float(xv[0].elt[i]);
+
+        // Walk the vector by segments that lie in one row (one segment unless a row starts inside
+        // the vector), masking taps before the row start. A segment that is the whole vector with
+        // its halo inside the row takes the unmasked path: that is every vector but the few at the
+        // start of a row, whatever L is.
+        float y[kNElts];
+        int64_t ts = t;
+        int64_t ds = d;
+        int i0 = 0;
+        while (true) {
+          if (ds != w_channel) {
+            load_channel_weights<kW>(w, bias, a.w, ds);
+            w_channel = ds;
+          }
+          if (i0 == 0 && ts >= kHalo && ts + kNElts <= L) {
+#pragma unroll
+            for (int i = 0; i < kNElts; ++i) {
+              float acc = bias;
+#pragma unroll
+              for (int j = 0; j < kW; ++j) acc = fmaf(w[j], xs[i + j], acc);
+              y[i] = acc;
+            }
+            break;
+          }
+          const int64_t room = L - ts;
+          const int seg_end = room < kNElts - i0 ? i0 + static_cast<int>(room) : kNElts;
+#pragma unroll
+          for (int i = 0; i < kNElts; ++i) {
+            if (i >= i0 && i < seg_end) {
+              const int64_t ti = ts + (i - i0);  // position of element i in its row
+              float acc = bias;
+#pragma unroll
+              for (int j = 0; j < kW; ++j)
+                if (kHalo - j <= ti) acc = fmaf(w[j], xs[i + j], acc);
+              y[i] = acc;
+            }
+          }
+          if (seg_end >= kNElts) break;
+          i0 = seg_end;
+          ts = 0;
+          ds = ds + 1 == D ? 0 : ds + 1;
+        }
+
+        vec_t yv;
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i) yv.elt[i] = from_float<T>(activate(y[i], a.silu));
+        if (v < a.n_full_vecs) {
+          yv.store(out + e);
+        } else {
+#pragma unroll
+          for (int i = 0; i < kNElts; ++i)
+            if (e + i < a.n) out[e + i] = yv.elt[i];
+        }
+      }
+
+      // Next k: kWarpSize vectors further.
+#pragma unroll
+      for (int k2 = 0; k2 + 1 < kVecs; ++k2) xv[k2] = xv[k2 + 1];
+      t += a.step_t;
+      if (t >= L) {
+        t -= L;
+        d += 1;
+      }
+      d += a.step_d;
+      if (d >= D) d -= D;
+    }
+  }
+}
+
+template <typename T, int kW>
+void fwd_flat_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  using Ktraits = FwdFlatTraits<T, kW>;
+  FwdFlatArgs a{};
+  a.x = p.x;
+  a.out = p.out;
+  a.w = w;
+  a.n = p.batch * p.dim * p.seqlen;
+  a.n_full_vecs = a.n / Ktraits::kNElts;
+  const int64_t n_vecs = (a.n + Ktraits::kNElts - 1) / Ktraits::kNElts;
+  a.n_tiles = (n_vecs + Ktraits::kTileVecs - 1) / Ktraits::kTileVecs;
+  a.seqlen = p.seqlen;
+  a.dim = p.dim;
+  const int64_t step = static_cast<int64_t>(kWarpSize) * Ktraits::kNElts;
+  a.step_t = step % p.seqlen;
+  a.step_d = (step / p.seqlen) % p.dim;
+  a.div_seqlen = FastDivmod(p.seqlen);
+  a.div_dim = FastDivmod(p.dim);
+  a.silu = p.silu;
+  const int64_t blocks = std::min((a.n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps, kMaxGridX);
+  causal_conv1d_fwd_flat_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// channel_last: dim stride 1
+
+template <typename T_, int kWidth_, int kV_>
+struct FwdChannelLastTraits {
+  using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kHalo = kWidth - 1;
+  static constexpr int kV = kV_;        // channels per thread: a 16-byte vector, or 1
+  static constexpr int kThreads = 128;
+  static constexpr int kMinBlocks = kV == 1 ? 4 : 1;
+  static constexpr int kUnroll = 4;     // time steps loaded together
+  static constexpr int kMaxChunk = 64;  // time steps per work item, at most
+  static constexpr int64_t kTargetThreads = int64_t{1} << 17;  // enough to fill an H100 twice over
+  using vec_t = Vec<T, kV>;
+  static_assert(kV == 1 || sizeof(vec_t) == 16, "a channel group is one element or one 16-byte vector");
+};
+
+struct FwdChannelLastArgs {
+  const void* x;
+  void* out;
+  WeightArgs w;
+  int64_t seqlen;
+  int64_t n_groups;   // channel groups of kV
+  int64_t n_chunks;   // time chunks per sequence
+  int64_t n_items;    // batch * n_chunks * n_groups
+  FastDivmod div_groups, div_chunks;
+  int64_t chunk_len;  // multiple of kUnroll
+  int64_t x_batch_stride, x_dim_stride, x_seq_stride;
+  int64_t out_batch_stride, out_dim_stride, out_seq_stride;
+  bool silu;
+};
+
+// Work item (b, chunk, group), group fastest, so a warp reads and writes whole rows of channels.
+template <typename Ktraits>
+__global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal_conv1d_fwd_channel_last_kernel(const FwdChannelLastArgs a) {
+  using T = typename Ktraits::T;
+  using vec_t = typename Ktraits::vec_t;
+  constexpr int kW = Ktraits::kWidth;
+  constexpr int kHalo = Ktraits::kHalo;
+  constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
+  constexpr int kV = Ktraits::kV;
+  constexpr int kUnroll = Ktraits::kUnroll;
+
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * Ktraits::kThreads + threadIdx.x; item < a.n_items;
+       item += static_cast<int64_t>(gridDim.x) * Ktraits::kThreads) {
+    int64_t g, chunk;
+    const int64_t rest = a.div_groups.divmod(g, item);
+    const int64_t b = a.div_chunks.divmod(chunk, rest);
+    const int64_t d0 = g * kV;
+    const int64_t t0 = chunk * a.chunk_len;
+    const int64_t t_end = t0 + a.chunk_len < a.seqlen ? t0 + a.chunk_len : a.seqlen;
+    const T* __restrict__ xp = static_cast<const T*>(a.x) + b * a.x_batch_stride + d0 * a.x_dim_stride;
+    T* __restrict__ op = static_cast<T*>(a.out) + b * a.out_batch_stride + d0 * a.out_dim_stride;
+
+    float w[kV][kW];
+    float bias[kV];
+    load_weight_block<kV, kW>(w, bias, a.w, d0);
+
+    // win[i] = x[t - kHalo + i] for the next output t.
+    float win[kHaloAlloc][kV];
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i) {
+      const int64_t tt = t0 - kHalo + i;
+      vec_t v;
+      if (tt >= 0) v.load(xp + tt * a.x_seq_stride); else v.set_zero();
+#pragma unroll
+      for (int c = 0; c < kV; ++c) win[i][c] = to_float(v.elt[c]);
+    }
+
+    for (int64_t t = t0; t < t_end; t += kUnroll) {
+      vec_t xv[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (t + u < t_end) xv[u].load(xp + (t + u) * a.x_seq_stride);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (t + u < t_end) {
+          float cur[kV];
+          vec_t yv;
+#pragma unroll
+          for (int c = 0; c < kV; ++c) {
+            cur[c] = to_float(xv[u].elt[c]);
+            float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
+#pragma unroll
+            for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], win[j][c], acc);
+            yv.elt[c] = from_float<T>(activate(acc, a.silu));
+          }
+          yv.store(op + (t + u) * a.out_seq_stride);
+#pragma unroll
+          for (int c = 0; c < kV; ++c) {
+#pragma unroll
+            for (int j = 0; j + 1 < kHalo; ++j) win[j][c] = win[j + 1][c];
+            if (kHalo > 0) win[kHaloAlloc - 1][c] = cur[c];
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T, int kW, int kV>
+void fwd_channel_last_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  using Ktraits = FwdChannelLastTraits<T, kW, kV>;
+  FwdChannelLastArgs a{};
+  a.x = p.x;
+  a.out = p.out;
+  a.w = w;
+  a.seqlen = p.seqlen;
+  a.n_groups = p.dim / kV;
+  // Long chunks amortise the halo and the weight loads; short ones make enough threads for small
+  // problems.
+  const int64_t steps = p.batch * p.seqlen * a.n_groups;
+  const int64_t per_thread = (steps + Ktraits::kTargetThreads - 1) / Ktraits::kTargetThreads;
+  const int64_t unrolls = std::min<int64_t>((per_thread + Ktraits::kUnroll - 1) / Ktraits::kUnroll,
+                                            Ktraits::kMaxChunk / Ktraits::kUnroll);
+  a.chunk_len = std::max<int64_t>(unrolls, 1) * Ktraits::kUnroll;
+  a.n_chunks = (p.seqlen + a.chunk_len - 1) / a.chunk_len;
+  a.n_items = p.batch * a.n_chunks * a.n_groups;
+  a.div_groups = FastDivmod(a.n_groups);
+  a.div_chunks = FastDivmod(a.n_chunks);
+  a.x_batch_stride = p.x_batch_stride;
+  a.x_dim_stride = p.x_dim_stride;
+  a.x_seq_stride = p.x_seq_stride;
+  a.out_batch_stride = p.out_batch_stride;
+  a.out_dim_stride = p.out_dim_stride;
+  a.out_seq_stride = p.out_seq_stride;
+  a.silu = p.silu;
+  const int64_t blocks = std::min((a.n_items + Ktraits::kThreads - 1) / Ktraits::kThreads, kMaxGridX);
+  causal_conv1d_fwd_channel_last_kernel<Ktraits>
+      <<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// shared: a tile of one row plus its halo staged in shared memory
+
+template <typename T_, int kWidth_>
+struct FwdSharedTraits {
+  using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kHalo = kWidth - 1;
+  static constexpr int kThreads = 128;
+  static constexpr int kMinBlocks = 4;
+  static constexpr int kMaxItems = 8;  // outputs per thread per tile, at most
+  static constexpr int kMaxTile = kThreads * kMaxItems;
+  static constexpr int kSmemElts = kMaxTile + (kHalo > 0 ? kHalo : 1);
+  static_assert(kHalo <= kThreads, "the first kHalo threads load the halo");
+};
+
+struct FwdSharedArgs {
+  const void* x;
+  void* out;
+  WeightArgs w;
+  int64_t dim, seqlen;
+  int64_t tiles_per_row;
+  int64_t n_work;  // batch * dim * tiles_per_row
+  FastDivmod div_tiles, div_dim;
+  int items;       // outputs per thread per tile (tile = items * kThreads)
+  int64_t x_batch_stride, x_dim_stride, x_seq_stride;
+  int64_t out_batch_stride, out_dim_stride, out_seq_stride;
+  bool silu;
+};
+
+template <typename Ktraits>
+__global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal_conv1d_fwd_shared_kernel(const FwdSharedArgs a) {
+  using T = typename Ktraits::T;
+  constexpr int kW = Ktraits::kWidth;
+  constexpr int kHalo = Ktraits::kHalo;
+  constexpr int kThreads = Ktraits::kThreads;
+  constexpr int kMaxItems = Ktraits::kMaxItems;
+  __shared__ T smem_x[Ktraits::kSmemElts];  // smem_x[i] = x[t0 - kHalo + i]
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t tile_len = static_cast<int64_t>(a.items) * kThreads;
+  const T zero = from_float<T>(0.f);
+
+  for (int64_t work = blockIdx.x; work < a.n_work; work += gridDim.x) {
+    int64_t tile, d;
+    const int64_t row = a.div_tiles.divmod(tile, work);
+    const int64_t b = a.div_dim.divmod(d, row);
+    const int64_t t0 = tile * tile_len;
+    const T* __restrict__ xp = static_cast<const T*>(a.x) + b * a.x_batch_stride + d * a.x_dim_stride;
+    T* __restrict__ op = static_cast<T*>(a.out) + b * a.out_batch_stride + d * a.out_dim_stride;
+
+    float w[kW];
+    float bias;
+    load_channel_weights<kW>(w, bias, a.w, d);  // same address in every thread: broadcast
+
+    // Loads into registers first, so they overlap the previous tile's tail.
+    T vals[kMaxItems];
+#pragma unroll
+    for (int k = 0; k < kMaxItems; ++k) {
+      const int64_t tt = t0 + tid + k * kThreads;
+      vals[k] = (k < a.items && tt < a.seqlen) ? xp[tt * a.x_seq_stride] : zero;
+    }
+    T halo = zero;
+    if (tid < kHalo) {
+      const int64_t tt = t0 - kHalo + tid;
+      if (tt >= 0) halo = xp[tt * a.x_seq_stride];
+    }
+    __syncthreads();  // the previous tile's readers are done with smem_x
+#pragma unroll
+    for (int k = 0; k < kMaxItems; ++k)
+      if (k < a.items) smem_x[kHalo + tid + k * kThreads] = vals[k];
+    if (tid < kHalo) smem_x[tid] = halo;
+    __syncthreads();
+
+#pragma unroll
+    for (int k = 0; k < kMaxItems; ++k) {
+      const int local = tid + k * kThreads;
+      const int64_t tt = t0 + local;
+      if (k < a.items && tt < a.seqlen) {
+        float acc = bias;
+#pragma unroll
+        for (int j = 0; j < kW; ++j) acc = fmaf(w[j], to_float(smem_x[local + j]), acc);
+        op[tt * a.out_seq_stride] = from_float<T>(activate(acc, a.silu));
+      }
+    }
+  }
+}
+
+template <typename T, int kW>
+void fwd_shared_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  using Ktraits = FwdSharedTraits<T, kW>;
+  FwdSharedArgs a{};
+  a.x = p.x;
+  a.out = p.out;
+  a.w = w;
+  a.dim = p.dim;
+  a.seqlen = p.seqlen;
+  a.items = static_cast<int>(
+      std::min<int64_t>((p.seqlen + Ktraits::kThreads - 1) / Ktraits::kThreads, Ktraits::kMaxItems));
+  const int64_t tile_len = static_cast<int64_t>(a.items) * Ktraits::kThreads;
+  a.tiles_per_row = (p.seqlen + tile_len - 1) / tile_len;
+  a.n_work = p.batch * p.dim * a.tiles_per_row;
+  a.div_tiles = FastDivmod(a.tiles_per_row);
+  a.div_dim = FastDivmod(p.dim);
+  a.x_batch_stride = p.x_batch_stride;
+  a.x_dim_stride = p.x_dim_stride;
+  a.x_seq_stride = p.x_seq_stride;
+  a.out_batch_stride = p.out_batch_stride;
+  a.out_dim_stride = p.out_dim_stride;
+  a.out_seq_stride = p.out_seq_stride;
+  a.silu = p.silu;
+  const int64_t blocks = std::min(a.n_work, kMaxGridX);
+  causal_conv1d_fwd_shared_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// naive: one thread per output, any strides, runtime width
+
+template <typename T_>
+struct FwdNaiveTraits {
+  using T = T_;
+  static constexpr int kThreads = 256;
+  static constexpr int kMinBlocks = 2;
+};
+
+struct FwdNaiveArgs {
+  const void* x;
+  void* out;
+  WeightArgs w;
+  int64_t dim, seqlen, width, n;
+  FastDivmod div_seqlen, div_dim;
+  int64_t x_batch_stride, x_dim_stride, x_seq_stride;
+  int64_t out_batch_stride, out_dim_stride, out_seq_stride;
+  bool silu;
+};
+
+template <typename Ktraits>
+__global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal_conv1d_fwd_naive_kernel(const FwdNaiveArgs a) {
+  using T = typename Ktraits::T;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * Ktraits::kThreads + threadIdx.x; i < a.n;
+       i += static_cast<int64_t>(gridDim.x) * Ktraits::kThreads) {
+    int64_t t, d;
+    const int64_t row = a.div_seqlen.divmod(t, i);
+    const int64_t b = a.div_dim.divmod(d, row);
+    const T* __restrict__ xp = static_cast<const T*>(a.x) + b * a.x_batch_stride + d * a.x_dim_stride;
+    float acc = a.w.bias == nullptr ? 0.f : load_as_float(a.w.bias, a.w.dtype, d * a.w.bias_stride);
+    const int64_t j0 = t >= a.width - 1 ? 0 : a.width - 1 - t;  // taps before the row start are 0
+    for (int64_t j = j0; j < a.width; ++j) {
+      const float wj = load_as_float(a.w.weight, a.w.dtype, d * a.w.dim_stride + j * a.w.width_stride);
+      acc = fmaf(wj, to_float(xp[(t - (a.width - 1) + j) * a.x_seq_stride]), acc);
+    }
+    static_cast<T*>(a.out)[b * a.out_batch_stride + d * a.out_dim_stride + t * a.out_seq_stride] =
+        from_float<T>(activate(acc, a.silu));
+  }
+}
+
+template <typename T>
+void fwd_naive_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  using Ktraits = FwdNaiveTraits<T>;
+  FwdNaiveArgs a{};
+  a.x = p.x;
+  a.out = p.out;
+  a.w = w;
+  a.dim = p.dim;
+  a.seqlen = p.seqlen;
+  a.width = p.width;
+  a.n = p.batch * p.dim * p.seqlen;
+  a.div_seqlen = FastDivmod(p.seqlen);
+  a.div_dim = FastDivmod(p.dim);
+  a.x_batch_stride = p.x_batch_stride;
+  a.x_dim_stride = p.x_dim_stride;
+  a.x_seq_stride = p.x_seq_stride;
+  a.out_batch_stride = p.out_batch_stride;
+  a.out_dim_stride = p.out_dim_stride;
+  a.out_seq_stride = p.out_seq_stride;
+  a.silu = p.silu;
+  const int64_t blocks = std::min((a.n + Ktraits::kThreads - 1) / Ktraits::kThreads, kMaxGridX);
+  causal_conv1d_fwd_naive_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Path selection (host)
+
+enum class FwdPath { kNaive, kShared, kFlat, kChannelLastVec, kChannelLastScalar };
+
+// Dense [B, D, L]: element (b, d, t) at b*D*L + d*L + t (strides of size-1 dims do not matter).
+bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
+  return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L);
+}
+
+// Every kV-channel group of a dim-stride-1 tensor starts on a 16-byte boundary.
+bool channel_vectors_aligned(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_t D, int64_t L, int kV) {
+  return is_aligned(ptr, 16) && D % kV == 0 && (B == 1 || bs % kV == 0) && (L == 1 || ss % kV == 0);
+}
+
+FwdPath choose_fwd_path(const CausalConv1dFwdParams& p) {
+  if (p.width > kMaxTemplateWidth || p.variant == ConvVariant::kNaive) return FwdPath::kNaive;
+  if (p.variant == ConvVariant::kShared) return FwdPath::kShared;
+  const int64_t B = p.batch, D = p.dim, L = p.seqlen;
+  const bool dense = is_dense(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
+                     is_dense(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, D, L) &&
+                     is_aligned(p.x, 16) && is_aligned(p.out, 16);
+  if (dense) return FwdPath::kFlat;
+  const bool channel_last = (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
+  if (channel_last) {
+    const int kV = kVecBytes / static_cast<int>(dtype_size(p.x_dtype));
+    const bool vec = D > 1 &&
+                     channel_vectors_aligned(p.x, p.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
+                     channel_vectors_aligned(p.out, p.out_batch_stride, p.out_seq_stride, B, D, L, kV);
+    return vec ? FwdPath::kChannelLastVec : FwdPath::kChannelLastScalar;
+  }
+  if (p.variant == ConvVariant::kVectorized) return FwdPath::kNaive;  // no vectorized kernel for this layout
+  return (L == 1 || p.x_seq_stride == 1) ? FwdPath::kShared : FwdPath::kNaive;
+}
+
+}  // namespace
+}  // namespace conv1d
+
+void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
+  using namespace conv1d;
+  if (p.width < 1) throw std::invalid_argument("aiter_lite causal_conv1d_fwd: width must be >= 1");
+  if (p.batch < 0 || p.dim < 0 || p.seqlen < 0)
+    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: negative size");
+  if (!is_valid_dtype(p.x_dtype) || !is_valid_dtype(p.w_dtype))
+    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: unsupported dtype");
+  if (p.batch == 0 || p.dim == 0 || p.seqlen == 0) return;
+  if (p.x == nullptr || p.out == nullptr || p.weight == nullptr)
+    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: null tensor pointer");
+
+  const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
+  const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
+                                        p.bias_stride, p.w_dtype);
+  const FwdPath path = choose_fwd_path(p);
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    switch (path) {
+      case FwdPath::kNaive:
+        return fwd_naive_launch<scalar_t>(p, w, stream);
+      case FwdPath::kShared:
+        return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_shared_launch<scalar_t, kW>(p, w, stream); });
+      case FwdPath::kFlat:
+        return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, w, stream); });
+      case FwdPath::kChannelLastVec:
+        return AITER_LITE_CONV_WIDTH_SWITCH(
+            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, kVecElts<scalar_t>>(p, w, stream); });
+      case FwdPath::kChannelLastScalar:
+        return AITER_LITE_CONV_WIDTH_SWITCH(
+            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, 1>(p, w, stream); });
+    }
+    throw std::logic_error("aiter_lite causal_conv1d_fwd: unhandled kernel path");
+  });
+}
+
+}  // namespace aiter_lite
