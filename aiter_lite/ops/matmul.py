@@ -21,6 +21,7 @@ VARIANTS = {"auto": 0, "naive": 1, "tiled": 2, "tensor_core": 3}
 __all__ = ["matmul", "matmul_ref", "VARIANTS"]
 
 
+@torch.compiler.assume_constant_result  # a global setting: a constant for dynamo, not traced
 def _tf32_allowed_globally() -> bool:
     precision = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
     if precision is not None:
@@ -32,7 +33,7 @@ def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     check_tensor("a", a, ndim=(2, 3))
     check_tensor("b", b, ndim=(2, 3))
     if a.dtype != b.dtype:
-        raise TypeError(f"a has dtype {a.dtype} but b has {b.dtype}; they must match")
+        raise TypeError(f"b has dtype {b.dtype} but a has {a.dtype}; they must match")
     check_same_device("a", a, b=b)
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"a's K dim ({a.shape[-1]}) must equal b's ({b.shape[-2]}): "
@@ -103,7 +104,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
     variant/config select a kernel and tile config (op_tests and the autotuner use them).
     """
     shape = _check(a, b, out, allow_tf32, variant, config)
-    tf32 = (_tf32_allowed_globally() if allow_tf32 is None else allow_tf32) and a.dtype == torch.float32
+    tf32 = a.dtype == torch.float32 and a.device.type != "cpu" and (
+        _tf32_allowed_globally() if allow_tf32 is None else allow_tf32)
     if use_direct_call():
         if out is None:
             out = torch.empty(shape, dtype=a.dtype, device=a.device)

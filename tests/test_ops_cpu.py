@@ -1,0 +1,129 @@
+"""Every op x dtype on the CPU against float64 references: odd sizes, non-contiguous inputs,
+poisoned outputs. The modules build once per session (shared cache from conftest)."""
+import itertools
+
+import pytest
+import torch
+
+import aiter_lite
+from aiter_lite.ops import causal_conv1d_ref, causal_conv1d_update_ref, matmul_ref
+from aiter_lite.testing import TOLERANCE, poisoned_like, random_normal, rel_error
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+CPU = torch.device("cpu")
+
+
+def make_x(b, d, l, dtype, layout):
+    if layout == "channel_last":
+        return random_normal((b, l, d), dtype, CPU).transpose(1, 2)
+    if layout == "strided":
+        return random_normal((b, d + 3, 2 * l), dtype, CPU)[:, 1 : d + 1, ::2]
+    return random_normal((b, d, l), dtype, CPU)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last", "strided"])
+@pytest.mark.parametrize("seqlen", [1, 2, 63, 129, 1000])
+def test_conv_forward(dtype, layout, seqlen):
+    for width, bias_on, silu in itertools.product([1, 2, 3, 4, 5, 8], [False, True], [False, True]):
+        x = make_x(2, 7, seqlen, dtype, layout)
+        weight = random_normal((7, width), dtype, CPU)
+        bias = random_normal((7,), dtype, CPU) if bias_on else None
+        act = "silu" if silu else None
+        out = aiter_lite.causal_conv1d_fwd(poisoned_like(x), x, weight, bias, silu)
+        ref = causal_conv1d_ref(x, weight, bias, act)
+        assert rel_error(out, ref) <= TOLERANCE[dtype], (width, bias_on, silu)
+        functional = aiter_lite.causal_conv1d(x, weight, bias, act)
+        assert functional.stride() == torch.empty_like(x).stride()
+        torch.testing.assert_close(functional, out, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("x_dtype", [torch.float16, torch.bfloat16])
+def test_conv_fp32_weights_with_half_input(x_dtype):
+    x = random_normal((3, 33, 129), x_dtype, CPU)
+    weight, bias = random_normal((33, 4), torch.float32, CPU), random_normal((33,), torch.float32, CPU)
+    out = aiter_lite.causal_conv1d(x, weight, bias, "silu")
+    assert out.dtype == x_dtype
+    assert rel_error(out, causal_conv1d_ref(x, weight, bias, "silu")) <= TOLERANCE[x_dtype]
+
+
+def test_conv_empty_bias_means_no_bias():
+    x, w = random_normal((1, 4, 10), torch.float32, CPU), random_normal((4, 3), torch.float32, CPU)
+    torch.testing.assert_close(aiter_lite.causal_conv1d(x, w, torch.empty(0)), aiter_lite.causal_conv1d(x, w))
+
+
+def test_conv_zero_size_returns_without_launch():
+    x = torch.empty(0, 4, 10)
+    assert aiter_lite.causal_conv1d(x, torch.randn(4, 3)).shape == (0, 4, 10)
+    assert aiter_lite.causal_conv1d(torch.empty(2, 4, 0), torch.randn(4, 3)).shape == (2, 4, 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seqlen", [1, 2, 4])
+@pytest.mark.parametrize("mode", ["shift", "circular", "indices"])
+def test_conv_update(dtype, seqlen, mode):
+    batch, dim = 5, 19
+    for width, extra_state in itertools.product([1, 2, 4, 6], [0, 3]):
+        state_len = max(width - 1, 1) + extra_state
+        pool = batch + 3 if mode == "indices" else batch
+        x = random_normal((batch, dim, seqlen), dtype, CPU)
+        state = random_normal((pool, dim, state_len), dtype, CPU)
+        weight = random_normal((dim, width), dtype, CPU)
+        bias = random_normal((dim,), dtype, CPU)
+        seqlens = torch.randint(0, 3 * state_len, (batch,), dtype=torch.int32) if mode == "circular" else None
+        indices = None
+        if mode == "indices":
+            indices = torch.randperm(pool, dtype=torch.int32)[:batch].contiguous()
+            indices[1] = -1  # a padded slot
+        ref_state = state.clone()
+        ref = causal_conv1d_update_ref(x, ref_state, weight, bias, "silu", seqlens, indices)
+        out = aiter_lite.causal_conv1d_update(x, state, weight, bias, "silu", seqlens, indices)
+        assert rel_error(out, ref) <= TOLERANCE[dtype], (width, extra_state)
+        torch.testing.assert_close(state, ref_state, rtol=0, atol=0)
+        if mode == "indices":
+            assert (out[1] == 0).all()
+
+
+def test_conv_update_2d_input():
+    x, state = random_normal((3, 8), torch.float32, CPU), random_normal((3, 8, 3), torch.float32, CPU)
+    w = random_normal((8, 4), torch.float32, CPU)
+    ref_state = state.clone()
+    ref = causal_conv1d_update_ref(x, ref_state, w)
+    out = aiter_lite.causal_conv1d_update(x, state, w)
+    assert out.shape == (3, 8) and rel_error(out, ref) <= 1e-6
+    torch.testing.assert_close(state, ref_state)
+
+
+SIZES = [1, 7, 16, 127, 129]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul(dtype, ta, tb):
+    for m, n, k in itertools.product(SIZES, SIZES, [1, 16, 129]):
+        a = random_normal((k, m), dtype, CPU).t() if ta else random_normal((m, k), dtype, CPU)
+        b = random_normal((n, k), dtype, CPU).t() if tb else random_normal((k, n), dtype, CPU)
+        out = aiter_lite.matmul(a, b, poisoned_like(torch.empty(m, n, dtype=dtype)))
+        assert rel_error(out, matmul_ref(a, b)) <= TOLERANCE[dtype], (m, n, k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_batched_and_broadcast(dtype):
+    a = random_normal((3, 33, 40), dtype, CPU)
+    b = random_normal((3, 40, 17), dtype, CPU)
+    assert rel_error(aiter_lite.matmul(a, b), matmul_ref(a, b)) <= TOLERANCE[dtype]
+    b2 = random_normal((40, 17), dtype, CPU)
+    assert rel_error(aiter_lite.matmul(a, b2), matmul_ref(a, b2)) <= TOLERANCE[dtype]
+    a_strided = random_normal((3, 66, 80), dtype, CPU)[:, ::2, ::2]
+    assert rel_error(aiter_lite.matmul(a_strided, b), matmul_ref(a_strided, b)) <= TOLERANCE[dtype]
+
+
+def test_matmul_large_odd_fp32():
+    a, b = random_normal((300, 513), torch.float32, CPU), random_normal((513, 257), torch.float32, CPU)
+    assert rel_error(aiter_lite.matmul(a, b), matmul_ref(a, b)) <= 1e-5
+
+
+def test_matmul_zero_sizes():
+    assert aiter_lite.matmul(torch.randn(0, 3), torch.randn(3, 4)).shape == (0, 4)
+    out = aiter_lite.matmul(torch.randn(2, 0), torch.randn(0, 4))
+    assert out.shape == (2, 4) and (out == 0).all()
