@@ -179,6 +179,21 @@ def test_forward_wide_filters_and_degenerate_shapes(dtype):
             assert_close(run_fwd(x, weight, bias, True, variant), ref, dtype, f"{b}x{d}x{l} w{w} {layout} {variant}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+def test_forward_channel_last_long_chunks(dtype):
+    """Channel-last shapes big enough for the kernel to give each thread 8..64 time steps (the rolling
+    window crosses its unrolled groups); the sweep's shapes only reach 4."""
+    gen = torch.Generator(device="cuda").manual_seed(41)
+    for (b, d, l), width in [((4, 1024, 2049), 4), ((8, 4096, 2050), 7), ((8, 4096, 2048), 2)]:
+        x = randn(b, l, d, dtype=dtype, gen=gen).transpose(1, 2)
+        weight, bias = randn(d, width, dtype=dtype, gen=gen), randn(d, dtype=dtype, gen=gen)
+        ref = causal_conv1d_ref(x.double(), weight.double(), bias.double(), "silu")
+        for variant in ("auto", "vectorized"):
+            assert_close(run_fwd(x, weight, bias, True, variant), ref, dtype, f"{b}x{d}x{l} w{width} {variant}")
+        del ref
+        torch.cuda.empty_cache()
+
+
 def test_forward_functional_matches_fwd():
     gen = torch.Generator(device="cuda").manual_seed(19)
     for layout in LAYOUTS:

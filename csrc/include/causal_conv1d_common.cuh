@@ -15,7 +15,12 @@ namespace aiter_lite {
 namespace conv1d {
 
 // Widths with a compile-time kernel; wider filters take the runtime-width kernels.
+// -DAITER_LITE_CONV1D_DISABLE_WIDE_WIDTHS keeps only 1..4 (about half the build time, for development).
+#ifdef AITER_LITE_CONV1D_DISABLE_WIDE_WIDTHS
+constexpr int kMaxTemplateWidth = 4;
+#else
 constexpr int kMaxTemplateWidth = 8;
+#endif
 
 // Largest grid.x the launchers use; kernels loop over the rest of their work items.
 constexpr int64_t kMaxGridX = 2147483647;
@@ -186,6 +191,16 @@ struct FastDivmod {
 }  // namespace conv1d
 }  // namespace aiter_lite
 
+#ifdef AITER_LITE_CONV1D_DISABLE_WIDE_WIDTHS
+#define AITER_LITE_CONV_WIDE_CASES(kWidthName, ...)
+#else
+#define AITER_LITE_CONV_WIDE_CASES(kWidthName, ...)                                                \
+  case 5: { constexpr int kWidthName = 5; return __VA_ARGS__(); }                                  \
+  case 6: { constexpr int kWidthName = 6; return __VA_ARGS__(); }                                  \
+  case 7: { constexpr int kWidthName = 7; return __VA_ARGS__(); }                                  \
+  case 8: { constexpr int kWidthName = 8; return __VA_ARGS__(); }
+#endif
+
 // Runtime width -> `constexpr int kWidthName` in 1..kMaxTemplateWidth, then calls the lambda body.
 // Callers route wider filters elsewhere first; anything else reaching the switch throws.
 #define AITER_LITE_CONV_WIDTH_SWITCH(width, kWidthName, ...)                                        \
@@ -195,10 +210,7 @@ struct FastDivmod {
       case 2: { constexpr int kWidthName = 2; return __VA_ARGS__(); }                              \
       case 3: { constexpr int kWidthName = 3; return __VA_ARGS__(); }                              \
       case 4: { constexpr int kWidthName = 4; return __VA_ARGS__(); }                              \
-      case 5: { constexpr int kWidthName = 5; return __VA_ARGS__(); }                              \
-      case 6: { constexpr int kWidthName = 6; return __VA_ARGS__(); }                              \
-      case 7: { constexpr int kWidthName = 7; return __VA_ARGS__(); }                              \
-      case 8: { constexpr int kWidthName = 8; return __VA_ARGS__(); }                              \
+      AITER_LITE_CONV_WIDE_CASES(kWidthName, __VA_ARGS__)                                         \
       default: break;                                                                             \
     }                                                                                             \
     throw std::invalid_argument("aiter_lite causal_conv1d: no compile-time kernel for width " +    \

@@ -134,8 +134,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
 
     // Row position t and channel d of this lane's first element.
     int64_t t;
-    const int64_t d_first = a.div_seqlen.divmod(t, v0 * kNElts);
-    int64_t d = a.div_dim.mod(d_first);
+    const int64_t row = a.div_seqlen.divmod(t, v0 * kNElts);
+    int64_t d = a.div_dim.mod(row);
 
     uint32_t prev_shfl[kHaloWordsAlloc] = {};  // shuffle results of the previous k (lanes < p use them)
     // Not unrolled, to keep one copy of the code: the vector being processed is always xv[0] and
