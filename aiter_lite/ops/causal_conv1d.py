@@ -107,6 +107,7 @@ def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, co
         mod.causal_conv1d_update(
             x.data_ptr(), conv_state.data_ptr(), weight.data_ptr(), ptr(bias), ptr(cache_seqlens),
             ptr(conv_state_indices), out.data_ptr(), *x.shape, weight.shape[1], conv_state.shape[2],
+            conv_state.shape[0],
             *x.stride(), *conv_state.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
             *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, stream_of(x))
 

@@ -49,6 +49,7 @@ struct CausalConv1dUpdateParams {
   void* out;
 
   int64_t batch, dim, seqlen, width, state_len;
+  int64_t state_batch;  // rows in the conv_state pool: an index at or past it is treated as padding
   int64_t x_batch_stride, x_dim_stride, x_seq_stride;
   int64_t state_batch_stride, state_dim_stride, state_seq_stride;
   int64_t w_dim_stride, w_width_stride;

@@ -350,8 +350,7 @@ void causal_conv1d_update(const CausalConv1dUpdateParams& p, void* stream_ptr) {
   a.width = p.width;
   a.state_len = p.state_len;
   a.div_state_len = FastDivmod(p.state_len);
-  // CausalConv1dUpdateParams does not carry the pool size, so indices past it cannot be caught here.
-  a.state_rows = std::numeric_limits<int64_t>::max();
+  a.state_rows = p.state_batch;
   a.x_batch_stride = p.x_batch_stride;
   a.x_dim_stride = p.x_dim_stride;
   a.x_seq_stride = p.x_seq_stride;

@@ -42,7 +42,7 @@ void fwd(uintptr_t x, uintptr_t weight, uintptr_t bias, uintptr_t out,
 
 void update(uintptr_t x, uintptr_t conv_state, uintptr_t weight, uintptr_t bias,
             uintptr_t cache_seqlens, uintptr_t conv_state_indices, uintptr_t out,
-            int64_t batch, int64_t dim, int64_t seqlen, int64_t width, int64_t state_len,
+            int64_t batch, int64_t dim, int64_t seqlen, int64_t width, int64_t state_len, int64_t state_batch,
             int64_t x_batch_stride, int64_t x_dim_stride, int64_t x_seq_stride,
             int64_t state_batch_stride, int64_t state_dim_stride, int64_t state_seq_stride,
             int64_t w_dim_stride, int64_t w_width_stride, int64_t bias_stride,
@@ -57,6 +57,7 @@ void update(uintptr_t x, uintptr_t conv_state, uintptr_t weight, uintptr_t bias,
   p.conv_state_indices = ptr<const int32_t>(conv_state_indices);
   p.out = ptr<void>(out);
   p.batch = batch; p.dim = dim; p.seqlen = seqlen; p.width = width; p.state_len = state_len;
+  p.state_batch = state_batch;
   p.x_batch_stride = x_batch_stride; p.x_dim_stride = x_dim_stride; p.x_seq_stride = x_seq_stride;
   p.state_batch_stride = state_batch_stride; p.state_dim_stride = state_dim_stride;
   p.state_seq_stride = state_seq_stride;
