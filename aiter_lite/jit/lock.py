@@ -16,8 +16,6 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional
 
-import filelock
-
 from ..errors import BuildError, LockTimeout
 
 logger = logging.getLogger(__name__)
@@ -62,6 +60,8 @@ def hold(lock_dir: Path, module: str, backend: str, key: str, *, what: str,
     While waiting, logs the holder every LOG_EVERY_S seconds; after `timeout` seconds raises
     LockTimeout naming the lock file.
     """
+    import filelock  # imported here: the fast path (a built module) never takes a lock
+
     _ensure_lock_dir(lock_dir, module)
     path = lock_path(lock_dir, module, backend, key)
     lock = filelock.FileLock(str(path))

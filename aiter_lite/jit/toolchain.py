@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import platform
 import re
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -30,6 +32,34 @@ class Compiler:
 
 @functools.lru_cache(maxsize=None)
 def _version_line(path: str) -> str:
+    """First meaningful line(s) of `path --version`, remembered per binary (path, size, mtime) in a
+    small file in the temp dir, so a warm start runs no compiler (nvcc --version takes ~50 ms)."""
+    try:
+        st = os.stat(path)
+        ident = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        ident = path
+    memo_path = Path(tempfile.gettempdir()) / f"aiter_lite-{os.getuid()}" / "compiler_versions.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    if ident in memo:
+        return memo[ident]
+    version = _run_version(path)
+    if not version.startswith("unknown"):
+        memo[ident] = version
+        try:
+            memo_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = memo_path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(memo))
+            os.replace(tmp, memo_path)
+        except OSError:
+            pass  # only a speed-up
+    return version
+
+
+def _run_version(path: str) -> str:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -170,9 +200,12 @@ def python_abi() -> str:
 
 @functools.lru_cache(maxsize=None)
 def torch_version() -> str:
-    # Read from the package metadata, not by importing torch (keeps warm loads fast). The exact
-    # version string with its local tag (+cpu, +cu130, +rocm...) identifies the build and so its
-    # C++ ABI; our modules do not link torch at all (bindings are torch-free).
+    # The exact version string with its local tag (+cpu, +cu130, +rocm...) identifies the build and
+    # so its C++ ABI; our modules do not link torch at all (bindings are torch-free). Read without
+    # importing torch when it is not imported yet (keeps warm loads fast).
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "__version__"):
+        return str(torch.__version__)
     from importlib import metadata
 
     try:

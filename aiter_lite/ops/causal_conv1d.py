@@ -69,7 +69,7 @@ def _check_fwd(out, x, weight, bias, use_silu, variant) -> Optional[torch.Tensor
     if not isinstance(use_silu, bool):
         raise TypeError(f"use_silu must be a bool, got {type(use_silu).__name__}")
     _variant_code(variant)
-    backend_of(x.device)
+    backend_of(x)
     return bias
 
 
@@ -81,8 +81,8 @@ def _launch_fwd(out, x, weight, bias, use_silu: bool, variant: int) -> None:
     if out.numel() == 0:
         return
     if not torch.compiler.is_compiling():
-        check_no_alias("out", out, x=x, weight=weight, bias=bias)
-    mod = get_module(MODULE, backend_of(x.device))
+        check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
+    mod = get_module(MODULE, backend_of(x))
     with on_device(x):
         mod.causal_conv1d_fwd(
             x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(), out.data_ptr(),
@@ -93,15 +93,15 @@ def _launch_fwd(out, x, weight, bias, use_silu: bool, variant: int) -> None:
 def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices) -> None:
     if out.numel() == 0:
         return
-    check_no_alias("out", out, x=x, conv_state=conv_state, weight=weight, bias=bias)
-    check_no_alias("conv_state", conv_state, x=x, weight=weight, bias=bias)
-    if conv_state_indices is not None and x.device.type == "cpu":
+    check_no_alias("out", out, (("x", x), ("conv_state", conv_state), ("weight", weight), ("bias", bias)))
+    check_no_alias("conv_state", conv_state, (("x", x), ("weight", weight), ("bias", bias)))
+    if conv_state_indices is not None and x.is_cpu:
         bad = (conv_state_indices >= conv_state.shape[0]).nonzero()
         if bad.numel():
             i = int(bad[0, 0])
             raise ValueError(f"conv_state_indices[{i}] = {int(conv_state_indices[i])} is out of range for a "
                              f"conv_state pool of {conv_state.shape[0]} rows")
-    mod = get_module(MODULE, backend_of(x.device))
+    mod = get_module(MODULE, backend_of(x))
     ptr = lambda t: 0 if t is None else t.data_ptr()  # noqa: E731
     with on_device(x):
         mod.causal_conv1d_update(
@@ -176,7 +176,7 @@ def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torc
     check_same_device("x", x, conv_state=conv_state)
     cache_seqlens = check_index_tensor("cache_seqlens", cache_seqlens, batch, x.device)
     conv_state_indices = check_index_tensor("conv_state_indices", conv_state_indices, batch, x.device)
-    backend_of(x.device)
+    backend_of(x)
     if use_direct_call():
         out = torch.empty_like(x3)
         _launch_update(out, x3, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)

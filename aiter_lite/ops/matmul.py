@@ -63,7 +63,7 @@ def _check(a, b, out, allow_tf32, variant, config) -> tuple[int, ...]:
         raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
     if not isinstance(config, int) or isinstance(config, bool) or config < -1:
         raise ValueError(f"config must be an int >= -1 (-1 = default), got {config!r}")
-    backend_of(a.device)
+    backend_of(a)
     return shape
 
 
@@ -73,14 +73,14 @@ def _as_3d(t: torch.Tensor, batch: int) -> torch.Tensor:
 
 
 def _needs_copy(t: torch.Tensor) -> bool:
-    return t.device.type != "cpu" and t.stride(-1) != 1 and t.stride(-2) != 1 and min(t.shape[-2:]) > 1
+    return t.is_cuda and t.stride(-1) != 1 and t.stride(-2) != 1 and min(t.shape[-2:]) > 1
 
 
 def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
     if out.numel() == 0:
         return
     if not torch.compiler.is_compiling():
-        check_no_alias("out", out, a=a, b=b)
+        check_no_alias("out", out, (("a", a), ("b", b)))
     if a.shape[-1] == 0:
         out.zero_()
         return
@@ -89,7 +89,7 @@ def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
     batch = out.shape[0] if out.dim() == 3 else 1
     a3, b3 = _as_3d(a, batch), _as_3d(b, batch)
     o3 = out.unsqueeze(0) if out.dim() == 2 else out
-    mod = get_module(MODULE, backend_of(a.device))
+    mod = get_module(MODULE, backend_of(a))
     with on_device(a):
         mod.matmul(a3.data_ptr(), b3.data_ptr(), o3.data_ptr(), batch, a3.shape[1], b3.shape[2], a3.shape[2],
                    *a3.stride(), *b3.stride(), *o3.stride(), DTYPE_CODES[a.dtype], allow_tf32, variant, config,
@@ -104,7 +104,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
     variant/config select a kernel and tile config (op_tests and the autotuner use them).
     """
     shape = _check(a, b, out, allow_tf32, variant, config)
-    tf32 = a.dtype == torch.float32 and a.device.type != "cpu" and (
+    tf32 = a.dtype == torch.float32 and a.is_cuda and (
         _tf32_allowed_globally() if allow_tf32 is None else allow_tf32)
     if use_direct_call():
         if out is None:
