@@ -81,3 +81,12 @@ __device__ __forceinline__ unsigned int warp_shfl(unsigned int v, int src_lane) 
 
 }  // namespace aiter_lite
 #endif
+
+// ---- Device attributes read by the matmul launcher (config choice).
+#if defined(AITER_LITE_HIP)
+using gpuDeviceAttr_t = hipDeviceAttribute_t;
+#define gpuDevAttrMaxSharedMemoryPerBlockOptin hipDeviceAttributeSharedMemPerBlockOptin
+#else
+using gpuDeviceAttr_t = cudaDeviceAttr;
+#define gpuDevAttrMaxSharedMemoryPerBlockOptin cudaDevAttrMaxSharedMemoryPerBlockOptin
+#endif
