@@ -45,6 +45,7 @@ def parse_args(argv=None):
     p.add_argument("--no_torch", action="store_true", help="skip the torch F.conv1d baseline row")
     p.add_argument("--update", action="store_true", help="also check and time the decode-step update")
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu, cuda, cuda:1 ...")
+    p.add_argument("--check_only", action="store_true", help="check correctness, skip timing (sanitizer runs)")
     p.add_argument("--json", type=Path, help="write the rows as JSON here")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
@@ -82,7 +83,7 @@ def run_forward(args, device, variants) -> list[Row]:
             out = poisoned_like(x)
             fn()
             err = rel_error(out, ref)
-            t = bench(fn, device)
+            t = {"us": float("nan")} if args.check_only else bench(fn, device)
             rows.append(Row(shape, DTYPE_NAMES[dtype], name, t["us"], nbytes / t["us"] / 1e3, flops / t["us"] / 1e3,
                             err, err <= TOLERANCE[dtype]))
     return rows
@@ -101,7 +102,8 @@ def run_update(args, device) -> list[Row]:
         check_state = state.clone()
         out = aiter_lite.causal_conv1d_update(x, check_state, weight, bias, act)
         err = max(rel_error(out, ref), rel_error(check_state, ref_state))
-        t = bench(lambda: aiter_lite.causal_conv1d_update(x, state, weight, bias, act), device)
+        t = ({"us": float("nan")} if args.check_only else
+             bench(lambda: aiter_lite.causal_conv1d_update(x, state, weight, bias, act), device))
         nbytes = (2 * x.numel() + 2 * state.numel()) * x.element_size()
         rows.append(Row(f"update {batch}x{dim} w{width}", DTYPE_NAMES[dtype], "auto", t["us"],
                         nbytes / t["us"] / 1e3, 2 * width * x.numel() / t["us"] / 1e3, err, err <= TOLERANCE[dtype]))

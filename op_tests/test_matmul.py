@@ -43,6 +43,7 @@ def parse_args(argv=None):
                    help=f"comma-separated kernel variants (default: {GPU_VARIANTS} on GPU, auto on CPU)")
     p.add_argument("--no_torch", action="store_true", help="skip the torch.matmul baseline row")
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu, cuda, cuda:1 ...")
+    p.add_argument("--check_only", action="store_true", help="check correctness, skip timing (sanitizer runs)")
     p.add_argument("--json", type=Path, help="write the rows as JSON here")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
             try:
                 fn()
                 err = rel_error(out, ref)
-                t = bench(fn, device)
+                t = {"us": float("nan")} if args.check_only else bench(fn, device)
             finally:
                 torch.backends.cuda.matmul.allow_tf32 = prev
             rows.append(Row(shape, DTYPE_NAMES[dtype], name, t["us"], nbytes / t["us"] / 1e3, flops / t["us"] / 1e3,

@@ -372,3 +372,24 @@ def test_update_batch_sizes_channel_last(dtype):
         indices[::5] = -1
         for cache_seqlens in (None, torch.randint(0, 64, (batch,), dtype=torch.int32, device="cuda", generator=gen)):
             check_update(x, state, weight, bias, True, cache_seqlens, indices, dtype, f"B={batch} D={dim}")
+
+
+@pytest.mark.parametrize("state_layout", ["contiguous", "channel_last"])
+def test_update_index_past_the_pool_is_padding(state_layout):
+    # On the GPU an index >= the pool size cannot be checked without a device sync: the kernel
+    # treats it as a padded slot (zero output, no state touched) instead of going out of bounds.
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    batch, dim, width, pool = 4, 64, 4, 3
+    x = randn(batch, dim, 1, dtype=torch.bfloat16, gen=gen)
+    weight = randn(dim, width, dtype=torch.bfloat16, gen=gen)
+    state = randn(pool, dim, width - 1, dtype=torch.bfloat16, gen=gen)
+    if state_layout == "channel_last":
+        state = state.transpose(1, 2).contiguous().transpose(1, 2)
+    indices = torch.tensor([0, 3, 2, 1 << 30], dtype=torch.int32, device="cuda")
+    ref_state = state.clone()
+    ref = causal_conv1d_update_ref(x, ref_state, weight, None, "silu", None, indices)
+    out = aiter_lite.causal_conv1d_update(x, state, weight, None, "silu", None, indices)
+    torch.cuda.synchronize()
+    assert (out[1] == 0).all() and (out[3] == 0).all()
+    torch.testing.assert_close(out.double(), ref, rtol=1.6e-2, atol=1.6e-2)
+    torch.testing.assert_close(state, ref_state, rtol=0, atol=0)
