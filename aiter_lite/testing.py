@@ -1,7 +1,10 @@
 """Helpers shared by op_tests/ and tests/: float64 checks, poisoned outputs, timing, tables."""
 from __future__ import annotations
 
+import json
+import math
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -97,7 +100,9 @@ class Row:
 
 
 def _delta(value: float, base: float) -> str:
-    return f" ({(value - base) / base * 100:+.2f}%)" if base else ""
+    if not base or math.isnan(base) or math.isnan(value):
+        return ""
+    return f" ({(value - base) / base * 100:+.2f}%)"
 
 
 def format_table(rows: Sequence[Row], group_key: Callable[[Row], tuple] = lambda r: (r.shape, r.dtype)) -> str:
@@ -115,6 +120,25 @@ def format_table(rows: Sequence[Row], group_key: Callable[[Row], tuple] = lambda
             f"{r.gflops:.1f}{'' if same else _delta(r.gflops, base.gflops)} | {r.rel_err:.2e} | "
             f"{'ok' if r.ok else 'FAIL'} |")
     return "\n".join(lines)
+
+
+def describe_device(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"device: {torch.cuda.get_device_name(device)}"
+    return f"device: cpu ({torch.get_num_threads()} threads)"
+
+
+def report(rows: Sequence[Row], json_path=None) -> int:
+    """Print the table (and write JSON); return the exit code: 1 if any row failed its check."""
+    print(format_table(rows))
+    if json_path:
+        json_path.write_text(json.dumps([r.__dict__ for r in rows], indent=1))
+    failed = [r for r in rows if not r.ok]
+    if failed:
+        print(f"FAILED: {len(failed)} of {len(rows)} rows exceed the tolerance", file=sys.stderr)
+        return 1
+    print(f"all {len(rows)} rows within tolerance")
+    return 0
 
 
 def int_list(text: str) -> list[int]:

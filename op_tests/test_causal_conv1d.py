@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import logging
 import sys
 from pathlib import Path
@@ -23,8 +22,8 @@ import torch.nn.functional as F  # noqa: E402
 
 import aiter_lite  # noqa: E402
 from aiter_lite.ops import causal_conv1d_ref, causal_conv1d_update_ref  # noqa: E402
-from aiter_lite.testing import (DTYPE_NAMES, TOLERANCE, Row, bench, dtype_list, format_table, int_list,  # noqa: E402
-                                pick_device, poisoned_like, random_normal, rel_error)
+from aiter_lite.testing import (DTYPE_NAMES, TOLERANCE, Row, bench, dtype_list, describe_device, int_list,  # noqa: E402
+                                pick_device, poisoned_like, random_normal, rel_error, report)
 
 GPU_VARIANTS = "naive,shared,vectorized"
 
@@ -116,20 +115,11 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     device = pick_device(args.device)
     variants = (args.variants or (GPU_VARIANTS if device.type == "cuda" else "auto")).split(",")
-    print(f"device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}"
-          f" ({torch.get_num_threads()} threads)" * (device.type == "cpu"))
+    print(describe_device(device))
     rows = run_forward(args, device, variants)
     if args.update:
         rows += run_update(args, device)
-    print(format_table(rows))
-    if args.json:
-        args.json.write_text(json.dumps([r.__dict__ for r in rows], indent=1))
-    failed = [r for r in rows if not r.ok]
-    if failed:
-        print(f"FAILED: {len(failed)} of {len(rows)} rows exceed the tolerance", file=sys.stderr)
-        return 1
-    print(f"all {len(rows)} rows within tolerance")
-    return 0
+    return report(rows, args.json)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import logging
 import sys
 from pathlib import Path
@@ -22,8 +21,8 @@ import torch  # noqa: E402
 
 import aiter_lite  # noqa: E402
 from aiter_lite.ops import matmul_ref  # noqa: E402
-from aiter_lite.testing import (DTYPE_NAMES, TOLERANCE, Row, bench, dtype_list, format_table, int_list,  # noqa: E402
-                                pick_device, poisoned_like, random_normal, rel_error)
+from aiter_lite.testing import (DTYPE_NAMES, TOLERANCE, Row, bench, dtype_list, describe_device, int_list,  # noqa: E402
+                                pick_device, poisoned_like, random_normal, rel_error, report)
 
 GPU_VARIANTS = "naive,tiled,tensor_core"
 TF32_TOLERANCE = 1e-3
@@ -62,7 +61,7 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     device = pick_device(args.device)
     variants = (args.variants or (GPU_VARIANTS if device.type == "cuda" else "auto")).split(",")
-    print(f"device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}")
+    print(describe_device(device))
     rows = []
     for m, n, k, dtype in itertools.product(args.m, args.n, args.k, args.dtype):
         a = operand(m, k, args.batch, dtype, device, args.transpose_a)
@@ -88,15 +87,7 @@ def main(argv=None) -> int:
                 torch.backends.cuda.matmul.allow_tf32 = prev
             rows.append(Row(shape, DTYPE_NAMES[dtype], name, t["us"], nbytes / t["us"] / 1e3, flops / t["us"] / 1e3,
                             err, err <= tol))
-    print(format_table(rows))
-    if args.json:
-        args.json.write_text(json.dumps([r.__dict__ for r in rows], indent=1))
-    failed = [r for r in rows if not r.ok]
-    if failed:
-        print(f"FAILED: {len(failed)} of {len(rows)} rows exceed the tolerance", file=sys.stderr)
-        return 1
-    print(f"all {len(rows)} rows within tolerance")
-    return 0
+    return report(rows, args.json)
 
 
 if __name__ == "__main__":
