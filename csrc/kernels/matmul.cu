@@ -32,33 +32,35 @@
 //
 // HIP: the inline PTX is CUDA-only (mma.cuh), so on HIP kTensorCore and kAuto run the SIMT kernel
 // (tensor-core configs are still validated). Untested on AMD hardware.
+//
+// Files: this one is the dispatch (validation; path, config and orientation choice; batch slices)
+// and compiles no kernel. It calls the launchers declared in matmul_launch.h (defined in
+// matmul_launch_impl.h), which other files explicitly instantiate, one share each, so that a cold
+// JIT build compiles the kernels in parallel:
+//   matmul_naive.cu     naive kernel, all dtypes
+//   matmul_simt.cu      SIMT kernel, all dtypes and kSimt configs
+//   matmul_tc_fp16.cu   tensor-core kernels (CUDA only), one dtype each: all of its configs and
+//   matmul_tc_bf16.cu   operand orientations
+//   matmul_tc_tf32.cu
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
-#include <utility>
 
 #include "dtype_traits.cuh"
-#include "matmul_common.cuh"
 #include "matmul_configs.h"
-#include "matmul_naive.cuh"
+#include "matmul_launch.h"
 #include "matmul_params.h"
-#include "matmul_simt.cuh"
-#include "matmul_tc.cuh"
 #include "port.h"
 
 namespace aiter_lite {
-namespace {
 
-using matmul_detail::GemmArgs;
-using matmul_detail::SimtLoad;
+// ---- helpers shared with the launchers (declared in matmul_launch.h) -------------------------------
 
-constexpr int64_t kMaxDim = 0x7fffffff;
-constexpr int64_t kMaxGridZ = 65535;
+namespace matmul_detail {
 
-[[noreturn]] void invalid(const std::string& what) { throw std::invalid_argument("aiter_lite.matmul: " + what); }
+void invalid(const std::string& what) { throw std::invalid_argument("aiter_lite.matmul: " + what); }
 
 const char* path_name(MatmulPath path) {
   switch (path) {
@@ -69,13 +71,27 @@ const char* path_name(MatmulPath path) {
   return "unknown";
 }
 
-// ---- device properties, cached per device ----------------------------------------------------------
-
 int current_device() {
   int dev = 0;
   AITER_LITE_GPU_CHECK(gpuGetDevice(&dev));
   return dev;
 }
+
+}  // namespace matmul_detail
+
+namespace {
+
+using matmul_detail::current_device;
+using matmul_detail::invalid;
+using matmul_detail::kMaxDim;
+using matmul_detail::OperandLayout;
+using matmul_detail::operand_a;
+using matmul_detail::operand_b;
+using matmul_detail::path_name;
+
+constexpr int64_t kMaxGridZ = 65535;
+
+// ---- device properties, cached per device ----------------------------------------------------------
 
 // A device attribute, read once per device.
 template <int kWhich>
@@ -96,25 +112,7 @@ int sm_count() { return cached_device_attribute<0>(gpuDevAttrMultiProcessorCount
 // Largest dynamic shared memory a block may opt in to (227 KB on H100, 163 KB on A100).
 int max_smem_per_block() { return cached_device_attribute<1>(gpuDevAttrMaxSharedMemoryPerBlockOptin); }
 
-// Raises a kernel's dynamic shared-memory limit once per device (needed above 48 KB). Templated on
-// the kernel's traits so each instantiation has its own flag set.
-template <class Traits, typename Kernel>
-void ensure_dynamic_smem(Kernel kernel) {
-  if constexpr (Traits::kSmemBytes > 48 * 1024) {
-    static std::atomic<uint64_t> done{0};
-    const int dev = current_device();
-    const uint64_t bit = uint64_t{1} << (dev & 63);
-    if ((done.load(std::memory_order_acquire) & bit) == 0) {
-      AITER_LITE_GPU_CHECK(gpuFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                               gpuFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
-      done.fetch_or(bit, std::memory_order_acq_rel);
-    }
-  }
-}
-
 // ---- layout analysis ----------------------------------------------------------------------------
-
-bool aligned(const void* ptr, int64_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
 // Strides of size-1 dims (and the batch stride of a single batch) set to 0: they are never used to
 // address anything, so they must not keep a layout off a fast path.
@@ -127,28 +125,6 @@ MatmulParams normalized(const MatmulParams& p) {
   return q;
 }
 
-// One operand seen as [mn, k]: A is (m, k), B is (n, k) with B's strides swapped.
-struct OperandLayout {
-  const void* ptr;
-  int64_t mn_size, k_size;
-  int64_t mn_stride, k_stride, batch_stride;
-  int64_t elem_bytes;
-
-  bool k_contiguous() const { return k_stride == 1 || k_size == 1; }
-  bool mn_contiguous() const { return mn_stride == 1 || mn_size == 1; }
-  // Vector access of `vec` elements along the contiguous dim: pointer and all other strides aligned.
-  bool vec_ok(int64_t vec, int64_t other_stride) const {
-    return aligned(ptr, vec * elem_bytes) && other_stride % vec == 0 && batch_stride % vec == 0;
-  }
-};
-
-OperandLayout operand_a(const MatmulParams& p, int64_t eb) {
-  return {p.a, p.m, p.k, p.a_row_stride, p.a_col_stride, p.a_batch_stride, eb};
-}
-OperandLayout operand_b(const MatmulParams& p, int64_t eb) {
-  return {p.b, p.n, p.k, p.b_col_stride, p.b_row_stride, p.b_batch_stride, eb};
-}
-
 enum class TcOrientation { kKMajor, kMNMajor, kUnsupported };
 
 TcOrientation tc_orientation(const OperandLayout& op) {
@@ -156,46 +132,6 @@ TcOrientation tc_orientation(const OperandLayout& op) {
   if (op.k_contiguous() && op.vec_ok(vec, op.mn_stride)) return TcOrientation::kKMajor;
   if (op.mn_contiguous() && op.vec_ok(vec, op.k_stride)) return TcOrientation::kMNMajor;
   return TcOrientation::kUnsupported;
-}
-
-SimtLoad simt_load_mode(const OperandLayout& op) {
-  if (op.k_contiguous() && op.vec_ok(4, op.mn_stride)) return SimtLoad::kVecK;
-  if (op.mn_contiguous() && op.vec_ok(4, op.k_stride)) return SimtLoad::kVecMN;
-  // Scalar loads along the dim with the smaller stride.
-  const bool along_mn = op.k_size == 1 || (op.mn_size > 1 && op.mn_stride <= op.k_stride);
-  return along_mn ? SimtLoad::kScalarMN : SimtLoad::kScalarK;
-}
-
-// Output rows contiguous, and row/batch strides and pointer aligned to `vec` elements.
-bool out_vec_ok(const MatmulParams& p, int64_t vec, int64_t elem_bytes) {
-  return (p.out_col_stride == 1 || p.n == 1) && p.out_row_stride % vec == 0 && p.out_batch_stride % vec == 0 &&
-         aligned(p.out, vec * elem_bytes);
-}
-
-template <typename T>
-GemmArgs<T> make_args(const MatmulParams& p) {
-  GemmArgs<T> g{};
-  g.a = static_cast<const T*>(p.a);
-  g.b = static_cast<const T*>(p.b);
-  g.out = static_cast<T*>(p.out);
-  g.batch = p.batch;
-  g.a_batch_stride = p.a_batch_stride; g.a_row_stride = p.a_row_stride; g.a_col_stride = p.a_col_stride;
-  g.b_batch_stride = p.b_batch_stride; g.b_row_stride = p.b_row_stride; g.b_col_stride = p.b_col_stride;
-  g.out_batch_stride = p.out_batch_stride; g.out_row_stride = p.out_row_stride;
-  g.out_col_stride = p.out_col_stride;
-  g.m = static_cast<int32_t>(p.m);
-  g.n = static_cast<int32_t>(p.n);
-  g.k = static_cast<int32_t>(p.k);
-  return g;
-}
-
-template <typename T>
-dim3 set_tile_grid(GemmArgs<T>& g, int64_t bm, int64_t bn) {
-  const int64_t tiles_m = (g.m + bm - 1) / bm, tiles_n = (g.n + bn - 1) / bn;
-  if (tiles_m * tiles_n > kMaxDim) invalid("output too large for one grid (more than 2^31 - 1 tiles)");
-  g.tiles_m = static_cast<int32_t>(tiles_m);
-  g.tiles_n = static_cast<int32_t>(tiles_n);
-  return dim3(static_cast<unsigned>(tiles_m * tiles_n), 1, static_cast<unsigned>(g.batch));
 }
 
 // ---- config choice ----------------------------------------------------------------------------
@@ -242,99 +178,6 @@ int resolve_config(MatmulPath path, int32_t requested, const MatmulParams& p, bo
   return best;
 }
 
-// Runtime config index -> compile-time kConfig. Instantiates `f` only for the table's configs of
-// kPath, so no kernel is compiled for a config that isn't in the table.
-template <MatmulPath kPath, typename F, int... kIs>
-void with_config(int config, F&& f, std::integer_sequence<int, kIs...>) {
-  bool launched = false;
-  auto one = [&](auto index) {
-    constexpr int kI = decltype(index)::value;
-    if constexpr (kMatmulConfigs[kI].path == kPath) {
-      if (config == kI) {
-        f(index);
-        launched = true;
-      }
-    }
-  };
-  (one(std::integral_constant<int, kIs>{}), ...);
-  if (!launched) invalid("no " + std::string(path_name(kPath)) + " kernel for config " + std::to_string(config));
-}
-
-template <MatmulPath kPath, typename F>
-void with_config(int config, F&& f) {
-  with_config<kPath>(config, std::forward<F>(f), std::make_integer_sequence<int, kMatmulNumConfigs>{});
-}
-
-// Runtime bool -> compile-time bool.
-template <typename F>
-void with_bool(bool value, F&& f) {
-  if (value) f(std::true_type{});
-  else f(std::false_type{});
-}
-
-// ---- launchers ----------------------------------------------------------------------------------
-
-template <typename T>
-void naive_launch(const MatmulParams& p, gpuStream_t stream) {
-  GemmArgs<T> g = make_args<T>(p);
-  constexpr int kThreads = matmul_detail::NaiveMatmulTraits::kThreads;
-  const int64_t blocks = (p.m * p.n + kThreads - 1) / kThreads;
-  if (blocks > kMaxDim) invalid("output too large for the naive kernel");
-  const dim3 grid(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(p.batch));
-  matmul_detail::matmul_naive_kernel<T><<<grid, kThreads, 0, stream>>>(g);
-  AITER_LITE_LAUNCH_CHECK();
-}
-
-template <class Traits>
-void simt_launch(const MatmulParams& p, gpuStream_t stream) {
-  using T = typename Traits::elem_t;
-  GemmArgs<T> g = make_args<T>(p);
-  const int64_t eb = sizeof(T);
-  g.a_load = simt_load_mode(operand_a(p, eb));
-  g.b_load = simt_load_mode(operand_b(p, eb));
-  g.out_vec = out_vec_ok(p, 4, eb);
-  const dim3 grid = set_tile_grid(g, Traits::kBM, Traits::kBN);
-  auto kernel = matmul_detail::matmul_simt_kernel<Traits>;
-  ensure_dynamic_smem<Traits>(kernel);
-  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(g);
-  AITER_LITE_LAUNCH_CHECK();
-}
-
-template <typename T>
-void simt_cuda(const MatmulParams& p, int config, gpuStream_t stream) {
-  with_config<MatmulPath::kSimt>(config, [&](auto index) {
-    simt_launch<matmul_detail::SimtMatmulTraits<T, decltype(index)::value>>(p, stream);
-  });
-}
-
-#if defined(AITER_LITE_CUDA)
-template <class Traits>
-void tc_launch(const MatmulParams& p, gpuStream_t stream) {
-  using T = typename Traits::elem_t;
-  GemmArgs<T> g = make_args<T>(p);
-  g.out_vec = out_vec_ok(p, 2, sizeof(T));
-  const dim3 grid = set_tile_grid(g, Traits::kBM, Traits::kBN);
-  auto kernel = matmul_detail::matmul_tc_kernel<Traits>;
-  ensure_dynamic_smem<Traits>(kernel);
-  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(g);
-  AITER_LITE_LAUNCH_CHECK();
-}
-
-// T: float means tf32. Orientations come from tc_orientation (both supported here).
-template <typename T>
-void tc_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream) {
-  constexpr MatmulPath kPath = std::is_same<T, float>::value ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16;
-  with_config<kPath>(config, [&](auto index) {
-    with_bool(a_k_major, [&](auto a_k) {
-      with_bool(b_k_major, [&](auto b_k) {
-        tc_launch<matmul_detail::TcMatmulTraits<T, decltype(index)::value, decltype(a_k)::value,
-                                                decltype(b_k)::value>>(p, stream);
-      });
-    });
-  });
-}
-#endif
-
 // Tensor-core path for the call's dtype, or the SIMT kernel where the layout (or HIP) rules it out.
 void run_tensor_core(const MatmulParams& p, gpuStream_t stream) {
   const MatmulPath path = p.dtype == DType::kFloat32 ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16;
@@ -346,9 +189,9 @@ void run_tensor_core(const MatmulParams& p, gpuStream_t stream) {
   if (a_or != TcOrientation::kUnsupported && b_or != TcOrientation::kUnsupported) {
     const bool a_k = a_or == TcOrientation::kKMajor, b_k = b_or == TcOrientation::kKMajor;
     switch (p.dtype) {
-      case DType::kFloat32: return tc_cuda<float>(p, config, a_k, b_k, stream);
-      case DType::kFloat16: return tc_cuda<half_t>(p, config, a_k, b_k, stream);
-      case DType::kBFloat16: return tc_cuda<bfloat16_t>(p, config, a_k, b_k, stream);
+      case DType::kFloat32: return matmul_detail::tc_cuda<float>(p, config, a_k, b_k, stream);
+      case DType::kFloat16: return matmul_detail::tc_cuda<half_t>(p, config, a_k, b_k, stream);
+      case DType::kBFloat16: return matmul_detail::tc_cuda<bfloat16_t>(p, config, a_k, b_k, stream);
     }
     invalid("unsupported dtype");
   }
@@ -356,7 +199,7 @@ void run_tensor_core(const MatmulParams& p, gpuStream_t stream) {
   (void)config;
 #endif
   const int simt_config = resolve_config(MatmulPath::kSimt, -1, p);
-  AITER_LITE_DISPATCH_DTYPE(p.dtype, [&] { simt_cuda<scalar_t>(p, simt_config, stream); });
+  AITER_LITE_DISPATCH_DTYPE(p.dtype, [&] { matmul_detail::simt_cuda<scalar_t>(p, simt_config, stream); });
 }
 
 }  // namespace
@@ -399,10 +242,10 @@ void matmul(const MatmulParams& params, void* stream_ptr) {
     s.b = static_cast<const char*>(p.b) + b0 * p.b_batch_stride * elem_bytes;
     s.out = static_cast<char*>(p.out) + b0 * p.out_batch_stride * elem_bytes;
     if (s.variant == MatmulVariant::kNaive) {
-      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { naive_launch<scalar_t>(s, stream); });
+      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::naive_launch<scalar_t>(s, stream); });
     } else if (path == MatmulPath::kSimt) {
       const int config = resolve_config(MatmulPath::kSimt, s.config, s);
-      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { simt_cuda<scalar_t>(s, config, stream); });
+      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::simt_cuda<scalar_t>(s, config, stream); });
     } else {
       run_tensor_core(s, stream);
     }

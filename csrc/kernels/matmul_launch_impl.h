@@ -1,0 +1,179 @@
+// Definitions of the matmul launchers declared in matmul_launch.h: runtime config -> compile-time
+// kernel traits, kernel arguments, grid, shared-memory opt-in, launch. Included only by the files
+// that instantiate kernels (matmul_naive.cu, matmul_simt.cu, matmul_tc_*.cu), each of which
+// explicitly instantiates its share of the launchers; never by matmul.cu (the dispatch).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "dtype_traits.cuh"
+#include "matmul_common.cuh"
+#include "matmul_configs.h"
+#include "matmul_launch.h"
+#include "matmul_naive.cuh"
+#include "matmul_params.h"
+#include "matmul_simt.cuh"
+#include "matmul_tc.cuh"
+#include "port.h"
+
+namespace aiter_lite {
+namespace matmul_detail {
+
+// Raises a kernel's dynamic shared-memory limit once per device (needed above 48 KB). Templated on
+// the kernel's traits so each instantiation has its own flag set.
+template <class Traits, typename Kernel>
+void ensure_dynamic_smem(Kernel kernel) {
+  if constexpr (Traits::kSmemBytes > 48 * 1024) {
+    static std::atomic<uint64_t> done{0};
+    const int dev = current_device();
+    const uint64_t bit = uint64_t{1} << (dev & 63);
+    if ((done.load(std::memory_order_acquire) & bit) == 0) {
+      AITER_LITE_GPU_CHECK(gpuFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                               gpuFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
+      done.fetch_or(bit, std::memory_order_acq_rel);
+    }
+  }
+}
+
+// ---- per-launch layout decisions ----------------------------------------------------------------
+
+inline SimtLoad simt_load_mode(const OperandLayout& op) {
+  if (op.k_contiguous() && op.vec_ok(4, op.mn_stride)) return SimtLoad::kVecK;
+  if (op.mn_contiguous() && op.vec_ok(4, op.k_stride)) return SimtLoad::kVecMN;
+  // Scalar loads along the dim with the smaller stride.
+  const bool along_mn = op.k_size == 1 || (op.mn_size > 1 && op.mn_stride <= op.k_stride);
+  return along_mn ? SimtLoad::kScalarMN : SimtLoad::kScalarK;
+}
+
+// Output rows contiguous, and row/batch strides and pointer aligned to `vec` elements.
+inline bool out_vec_ok(const MatmulParams& p, int64_t vec, int64_t elem_bytes) {
+  return (p.out_col_stride == 1 || p.n == 1) && p.out_row_stride % vec == 0 && p.out_batch_stride % vec == 0 &&
+         aligned(p.out, vec * elem_bytes);
+}
+
+template <typename T>
+GemmArgs<T> make_args(const MatmulParams& p) {
+  GemmArgs<T> g{};
+  g.a = static_cast<const T*>(p.a);
+  g.b = static_cast<const T*>(p.b);
+  g.out = static_cast<T*>(p.out);
+  g.batch = p.batch;
+  g.a_batch_stride = p.a_batch_stride; g.a_row_stride = p.a_row_stride; g.a_col_stride = p.a_col_stride;
+  g.b_batch_stride = p.b_batch_stride; g.b_row_stride = p.b_row_stride; g.b_col_stride = p.b_col_stride;
+  g.out_batch_stride = p.out_batch_stride; g.out_row_stride = p.out_row_stride;
+  g.out_col_stride = p.out_col_stride;
+  g.m = static_cast<int32_t>(p.m);
+  g.n = static_cast<int32_t>(p.n);
+  g.k = static_cast<int32_t>(p.k);
+  return g;
+}
+
+template <typename T>
+dim3 set_tile_grid(GemmArgs<T>& g, int64_t bm, int64_t bn) {
+  const int64_t tiles_m = (g.m + bm - 1) / bm, tiles_n = (g.n + bn - 1) / bn;
+  if (tiles_m * tiles_n > kMaxDim) invalid("output too large for one grid (more than 2^31 - 1 tiles)");
+  g.tiles_m = static_cast<int32_t>(tiles_m);
+  g.tiles_n = static_cast<int32_t>(tiles_n);
+  return dim3(static_cast<unsigned>(tiles_m * tiles_n), 1, static_cast<unsigned>(g.batch));
+}
+
+// ---- runtime -> compile-time --------------------------------------------------------------------
+
+// Runtime config index -> compile-time kConfig. Instantiates `f` only for the table's configs of
+// kPath, so no kernel is compiled for a config that isn't in the table.
+template <MatmulPath kPath, typename F, int... kIs>
+void with_config(int config, F&& f, std::integer_sequence<int, kIs...>) {
+  bool launched = false;
+  auto one = [&](auto index) {
+    constexpr int kI = decltype(index)::value;
+    if constexpr (kMatmulConfigs[kI].path == kPath) {
+      if (config == kI) {
+        f(index);
+        launched = true;
+      }
+    }
+  };
+  (one(std::integral_constant<int, kIs>{}), ...);
+  if (!launched) invalid("no " + std::string(path_name(kPath)) + " kernel for config " + std::to_string(config));
+}
+
+template <MatmulPath kPath, typename F>
+void with_config(int config, F&& f) {
+  with_config<kPath>(config, std::forward<F>(f), std::make_integer_sequence<int, kMatmulNumConfigs>{});
+}
+
+// Runtime bool -> compile-time bool.
+template <typename F>
+void with_bool(bool value, F&& f) {
+  if (value) f(std::true_type{});
+  else f(std::false_type{});
+}
+
+// ---- launchers ----------------------------------------------------------------------------------
+
+template <typename T>
+void naive_launch(const MatmulParams& p, gpuStream_t stream) {
+  GemmArgs<T> g = make_args<T>(p);
+  constexpr int kThreads = NaiveMatmulTraits::kThreads;
+  const int64_t blocks = (p.m * p.n + kThreads - 1) / kThreads;
+  if (blocks > kMaxDim) invalid("output too large for the naive kernel");
+  const dim3 grid(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(p.batch));
+  matmul_naive_kernel<T><<<grid, kThreads, 0, stream>>>(g);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+template <class Traits>
+void simt_launch(const MatmulParams& p, gpuStream_t stream) {
+  using T = typename Traits::elem_t;
+  GemmArgs<T> g = make_args<T>(p);
+  const int64_t eb = sizeof(T);
+  g.a_load = simt_load_mode(operand_a(p, eb));
+  g.b_load = simt_load_mode(operand_b(p, eb));
+  g.out_vec = out_vec_ok(p, 4, eb);
+  const dim3 grid = set_tile_grid(g, Traits::kBM, Traits::kBN);
+  auto kernel = matmul_simt_kernel<Traits>;
+  ensure_dynamic_smem<Traits>(kernel);
+  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(g);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+template <typename T>
+void simt_cuda(const MatmulParams& p, int config, gpuStream_t stream) {
+  with_config<MatmulPath::kSimt>(config, [&](auto index) {
+    simt_launch<SimtMatmulTraits<T, decltype(index)::value>>(p, stream);
+  });
+}
+
+#if defined(AITER_LITE_CUDA)
+template <class Traits>
+void tc_launch(const MatmulParams& p, gpuStream_t stream) {
+  using T = typename Traits::elem_t;
+  GemmArgs<T> g = make_args<T>(p);
+  g.out_vec = out_vec_ok(p, 2, sizeof(T));
+  const dim3 grid = set_tile_grid(g, Traits::kBM, Traits::kBN);
+  auto kernel = matmul_tc_kernel<Traits>;
+  ensure_dynamic_smem<Traits>(kernel);
+  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(g);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// T: float means tf32. Orientations come from tc_orientation (both supported here).
+template <typename T>
+void tc_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream) {
+  constexpr MatmulPath kPath = std::is_same<T, float>::value ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16;
+  with_config<kPath>(config, [&](auto index) {
+    with_bool(a_k_major, [&](auto a_k) {
+      with_bool(b_k_major, [&](auto b_k) {
+        tc_launch<TcMatmulTraits<T, decltype(index)::value, decltype(a_k)::value, decltype(b_k)::value>>(p, stream);
+      });
+    });
+  });
+}
+#endif
+
+}  // namespace matmul_detail
+}  // namespace aiter_lite
