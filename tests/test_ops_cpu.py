@@ -118,8 +118,10 @@ def test_matmul_batched_and_broadcast(dtype):
     assert rel_error(aiter_lite.matmul(a_strided, b), matmul_ref(a_strided, b)) <= TOLERANCE[dtype]
 
 
-def test_matmul_large_odd_fp32():
-    a, b = random_normal((300, 513), torch.float32, CPU), random_normal((513, 257), torch.float32, CPU)
+@pytest.mark.parametrize("m,n,k", [(300, 257, 513), (512, 512, 512), (1000, 700, 300), (769, 64, 1100)])
+def test_matmul_large_fp32(m, n, k):
+    # Sizes past one cache tile: edge tiles, tile sizes capped at the packing granularity.
+    a, b = random_normal((m, k), torch.float32, CPU), random_normal((k, n), torch.float32, CPU)
     assert rel_error(aiter_lite.matmul(a, b), matmul_ref(a, b)) <= 1e-5
 
 

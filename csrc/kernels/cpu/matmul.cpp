@@ -87,9 +87,10 @@ void pack_panel(const T* src, int64_t si, int64_t sp, int64_t n, int64_t kc, flo
 // Block size that splits extent into at least min_parts near-equal blocks of at most max_size
 // (a multiple of align) elements; the size is a multiple of align, the last block may be short.
 int64_t block_size(int64_t extent, int64_t max_size, int64_t align, int64_t min_parts) {
-  const int64_t parts = std::max((extent + max_size - 1) / max_size, min_parts);
+  const int64_t cap = std::max(max_size / align * align, align);  // a multiple of align: the packed
+  const int64_t parts = std::max((extent + cap - 1) / cap, min_parts);  // panels pad to whole slivers
   const int64_t size = (extent + parts - 1) / parts;
-  return std::min((size + align - 1) / align * align, max_size);
+  return std::min((size + align - 1) / align * align, cap);
 }
 
 // Per-thread scratch in whole cache lines, 64-byte aligned (C++17 aligned new): vector loads
