@@ -1,0 +1,42 @@
+"""Plot achieved bandwidth vs size against the copy ceiling from a bench_causal_conv1d.py JSON.
+
+usage: python bench/plot_causal_conv1d.py bench/results/causal_conv1d_<gpu>.json docs/causal_conv1d_bandwidth.png
+(needs matplotlib, which aiter_lite itself does not depend on)
+"""
+import json
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+STYLE = {"aiter_lite": "o", "aiter_lite_cl": "D", "dao": "s", "fla": "^", "torch": "x"}  # markers only: points mix dtypes and widths
+
+
+def main(src: str, dst: str) -> None:
+    data = json.load(open(src))
+    series = defaultdict(list)
+    for r in data["records"]:
+        if r.get("op") != "fwd" or r["impl"] not in STYLE:
+            continue
+        nbytes = 2 * r["B"] * r["D"] * r["L"] * {"fp16": 2, "bf16": 2, "fp32": 4}[r["dtype"]]
+        series[r["impl"]].append((nbytes, r["tbps"], f'{r["dtype"]} {r["shape"]} w{r["W"]}'))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for impl, pts in series.items():
+        pts.sort()
+        ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], STYLE[impl], label=impl, alpha=0.85)
+    ax.axhline(data["copy_tbps"], color="k", lw=1, ls="--", label=f'D2D copy {data["copy_tbps"]:.2f} TB/s')
+    ax.set_xscale("log")
+    ax.set_xlabel("bytes moved (x read + out written), MB")
+    ax.set_ylabel("TB/s")
+    ax.set_title(f'causal_conv1d forward, {data["device"]}, {data["date"][:10]}')
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(dst, dpi=110)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
