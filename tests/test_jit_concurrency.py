@@ -35,10 +35,15 @@ def test_rebuild_env_rebuilds_once_across_processes(tiny):
 
 def test_sigkilled_builders_never_break_the_next_process(tiny):
     rng = random.Random(1234)
+    # Calibrate: how long a cold start-and-build takes here, so the kills land inside builds.
+    start = time.monotonic()
+    assert tiny.run_worker()["built"]
+    cold = time.monotonic() - start
+    shutil.rmtree(tiny.cache / "module_tiny")
     trials, rebuilt_after_kill = 10, 0
     for trial in range(trials):
         victim = tiny.start_worker()
-        time.sleep(rng.uniform(0.2, 5.5))  # a tiny build takes ~1-6 s: kill before, during or after it
+        time.sleep(rng.uniform(0.1, 0.9) * cold)  # random moments from start-up to the final link
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         start = time.monotonic()
