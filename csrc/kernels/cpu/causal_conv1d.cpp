@@ -39,27 +39,26 @@ inline void silu_inplace(float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= sigmoid(y[i]);
 }
 
-// conv_row() works in blocks of kBlock outputs held in registers (8 ymm / 4 zmm), so its
-// buffers are padded to whole blocks.
-constexpr int64_t kBlock = 64;
-inline int64_t round_up_block(int64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
+// out[t] = act(bias + sum_{j<width} w[j] * xs[t + j]) for t < kOut: a block of outputs held in
+// registers while the taps stream past (the fixed count lets GCC fully vectorize it).
+template <int64_t kOut>
+inline void conv_block(const float* xs, const float* w, int64_t width, float bias, bool silu, float* out) {
+  float acc[kOut];
+  for (int64_t i = 0; i < kOut; ++i) acc[i] = bias;
+  for (int64_t j = 0; j < width; ++j)
+    for (int64_t i = 0; i < kOut; ++i) acc[i] += w[j] * xs[j + i];
+  if (silu) silu_inplace(acc, kOut);
+  for (int64_t i = 0; i < kOut; ++i) out[i] = acc[i];
+}
 
-// out[t] = act(bias + sum_{j<width} w[j] * xs[t + j]) for t < round_up_block(n): one channel,
-// xs starting width-1 positions before the first output and readable up to the padded end
-// (values past n are don't-cares). Used by the forward and the decode update.
+// The same for t < n, one channel: xs starts width-1 positions before the first output. Blocks
+// of 64 outputs (8 ymm / 4 zmm registers), then 8, then single ones for the tail.
 void conv_row(const float* xs, const float* w, int64_t width, float bias, bool silu, int64_t n,
               float* __restrict out) {
-  for (int64_t t0 = 0; t0 < n; t0 += kBlock) {
-    float acc[kBlock];
-    for (int64_t i = 0; i < kBlock; ++i) acc[i] = bias;
-    for (int64_t j = 0; j < width; ++j) {
-      const float wj = w[j];
-      const float* xj = xs + t0 + j;
-      for (int64_t i = 0; i < kBlock; ++i) acc[i] += wj * xj[i];
-    }
-    if (silu) silu_inplace(acc, kBlock);
-    for (int64_t i = 0; i < kBlock; ++i) out[t0 + i] = acc[i];
-  }
+  int64_t t = 0;
+  for (; t + 64 <= n; t += 64) conv_block<64>(xs + t, w, width, bias, silu, out + t);
+  for (; t + 8 <= n; t += 8) conv_block<8>(xs + t, w, width, bias, silu, out + t);
+  for (; t < n; ++t) conv_block<1>(xs + t, w, width, bias, silu, out + t);
 }
 
 // The same for a channel-last tile, vectorized across its channels r < rows:
@@ -101,7 +100,7 @@ void fwd_impl(const CausalConv1dFwdParams& p, bool channel_last, const std::vect
   T* out = static_cast<T*>(p.out);
   const int64_t halo = p.width - 1;
   const int64_t tile_rows = channel_last ? 128 : 16;
-  const int64_t tile_seq = channel_last ? 64 : 8 * kBlock;
+  const int64_t tile_seq = channel_last ? 64 : 512;
   const int64_t dim_blocks = (p.dim + tile_rows - 1) / tile_rows;
   const int64_t seq_blocks = (p.seqlen + tile_seq - 1) / tile_seq;
   const int64_t items = p.batch * dim_blocks * seq_blocks;
@@ -146,8 +145,12 @@ void fwd_impl(const CausalConv1dFwdParams& p, bool channel_last, const std::vect
 // Python-style (non-negative) modulo.
 inline int64_t wrap(int64_t v, int64_t n) { return ((v % n) + n) % n; }
 
+// Decode update, w as [width][dim]. A work item is (sequence, block of channels): rows are short
+// (seqlen is often 1), so the conv runs vectorized across channels, with the tile staged as
+// [position][channel] like a channel-last forward tile.
 template <typename T>
 void update_impl(const CausalConv1dUpdateParams& p, const std::vector<float>& w, const std::vector<float>& bias) {
+  constexpr int64_t kRows = 64;
   const T* x = static_cast<const T*>(p.x);
   T* state = static_cast<T*>(p.conv_state);
   T* out = static_cast<T*>(p.out);
@@ -156,41 +159,50 @@ void update_impl(const CausalConv1dUpdateParams& p, const std::vector<float>& w,
   const int64_t slen = p.state_len;
   const int64_t sstride = p.state_seq_stride;
   const bool circular = p.cache_seqlens != nullptr;
+  const int64_t dim_blocks = (p.dim + kRows - 1) / kRows;
 
 #pragma omp parallel if (p.batch * p.dim * (len + halo) >= (1 << 15))
   {
-    std::vector<float> xs(halo + round_up_block(len)), ys(round_up_block(len));
+    std::vector<float> xs(kRows * (halo + len)), ys(kRows * len);
 #pragma omp for schedule(static)
-    for (int64_t row = 0; row < p.batch * p.dim; ++row) {
-      const int64_t b = row / p.dim;
-      const int64_t d = row % p.dim;
-      T* out_row = out + b * p.out_batch_stride + d * p.out_dim_stride;
+    for (int64_t item = 0; item < p.batch * dim_blocks; ++item) {
+      const int64_t b = item / dim_blocks;
+      const int64_t d0 = item % dim_blocks * kRows;
+      const int64_t rows = std::min(kRows, p.dim - d0);
+      T* out_blk = out + b * p.out_batch_stride + d0 * p.out_dim_stride;
       const int64_t slot = p.conv_state_indices ? p.conv_state_indices[b] : b;
       if (slot < 0 || slot >= p.state_batch) {  // padded entry: zero output, state untouched
-        for (int64_t t = 0; t < len; ++t) out_row[t * p.out_seq_stride] = from_float<T>(0.f);
+        for (int64_t t = 0; t < len; ++t)
+          for (int64_t r = 0; r < rows; ++r) out_blk[t * p.out_seq_stride + r * p.out_dim_stride] = from_float<T>(0.f);
         continue;
       }
-      T* st = state + slot * p.state_batch_stride + d * p.state_dim_stride;
-      const T* x_row = x + b * p.x_batch_stride + d * p.x_dim_stride;
+      T* st = state + slot * p.state_batch_stride + d0 * p.state_dim_stride;
+      const T* x_blk = x + b * p.x_batch_stride + d0 * p.x_dim_stride;
       const int64_t start = circular ? p.cache_seqlens[b] : 0;
 
       // Window: the width-1 state entries before the new tokens, then the new tokens.
       for (int64_t i = 0; i < halo; ++i) {
         const int64_t pos = circular ? wrap(start - halo + i, slen) : slen - halo + i;
-        xs[i] = to_float(st[pos * sstride]);
+        load_row(st + pos * sstride, p.state_dim_stride, xs.data() + i * kRows, rows);
       }
-      load_row(x_row, p.x_seq_stride, xs.data() + halo, len);
-      conv_row(xs.data(), w.data() + d * p.width, p.width, bias[d], p.silu, len, ys.data());
-      store_row(ys.data(), out_row, p.out_seq_stride, len);
+      for (int64_t t = 0; t < len; ++t)
+        load_row(x_blk + t * p.x_seq_stride, p.x_dim_stride, xs.data() + (halo + t) * kRows, rows);
+      conv_channels(xs.data(), kRows, w.data() + d0, p.dim, bias.data() + d0, p.width, p.silu, len, rows, ys.data());
+      for (int64_t t = 0; t < len; ++t)
+        store_row(ys.data() + t * kRows, out_blk + t * p.out_seq_stride, p.out_dim_stride, rows);
 
       // State update (after the window was read). x and state share a dtype: copy raw values.
       if (slen == 0) continue;
-      if (circular) {
-        for (int64_t t = 0; t < len; ++t) st[wrap(start + t, slen) * sstride] = x_row[t * p.x_seq_stride];
-      } else {  // keep the last slen entries of cat(state, x); ascending s reads before it writes
-        const int64_t keep = std::max<int64_t>(0, slen - len);
-        for (int64_t s = 0; s < keep; ++s) st[s * sstride] = st[(s + len) * sstride];
-        for (int64_t s = keep; s < slen; ++s) st[s * sstride] = x_row[(len - slen + s) * p.x_seq_stride];
+      for (int64_t r = 0; r < rows; ++r) {
+        T* s = st + r * p.state_dim_stride;
+        const T* xr = x_blk + r * p.x_dim_stride;
+        if (circular) {
+          for (int64_t t = 0; t < len; ++t) s[wrap(start + t, slen) * sstride] = xr[t * p.x_seq_stride];
+        } else {  // keep the last slen entries of cat(state, x); ascending i reads before it writes
+          const int64_t keep = std::max<int64_t>(0, slen - len);
+          for (int64_t i = 0; i < keep; ++i) s[i * sstride] = s[(i + len) * sstride];
+          for (int64_t i = keep; i < slen; ++i) s[i * sstride] = xr[(len - slen + i) * p.x_seq_stride];
+        }
       }
     }
   }
@@ -217,7 +229,7 @@ void causal_conv1d_update(const CausalConv1dUpdateParams& p, void* /*stream: CPU
   if (p.state_len < p.width - 1)
     throw std::invalid_argument("aiter_lite: causal_conv1d_update: state_len must be >= width - 1");
   if (p.batch <= 0 || p.dim <= 0 || p.seqlen <= 0) return;
-  const auto w = to_float_matrix(p.weight, p.w_dtype, p.dim, p.width, p.w_dim_stride, p.w_width_stride);
+  const auto w = to_float_matrix(p.weight, p.w_dtype, p.width, p.dim, p.w_width_stride, p.w_dim_stride);
   const auto bias = to_float_matrix(p.bias, p.w_dtype, p.dim, 1, p.bias_stride, 1);
   dispatch_dtype(p.x_dtype, "causal_conv1d_update", [&](auto tag) {
     update_impl<typename decltype(tag)::type>(p, w, bias);
