@@ -2,7 +2,6 @@
 import subprocess
 import sys
 
-import pytest
 
 from aiter_lite.__main__ import main
 

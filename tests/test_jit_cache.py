@@ -3,13 +3,11 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from aiter_lite.jit import BuildError, build_module, get_module, read_env
+from aiter_lite.jit import build_module, get_module, read_env
 from aiter_lite.jit.key import compute_key
 from aiter_lite.jit.spec import make_spec
 from aiter_lite.jit.toolchain import find_nvcc

@@ -1,6 +1,5 @@
 """Registry validation: each bad case raises RegistryError with its own message naming file, module, key."""
 import json
-from pathlib import Path
 
 import pytest
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import shutil
+import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Optional
 
 from ..errors import AiterLiteError, BuildError
@@ -68,8 +68,6 @@ def status(registry: Registry, env: JitEnv) -> list[Status]:
 
 def build_many(registry: Registry, env: JitEnv, modules: Iterable[str], backends: Iterable[str]) -> list[str]:
     """Prebuild modules in parallel (threads; each runs its own ninja). Returns error messages."""
-    import time
-
     jobs = [(m, b) for m in modules for b in backends if b in registry.get(m).backends]
     errors = []
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-from pathlib import Path
 
 from ..errors import BuildError
 from . import lock as locks
@@ -28,8 +27,9 @@ def first_error_line(log_text: str) -> str:
     return ""
 
 
-def _hints(returncode: int, spec: ModuleSpec) -> tuple[str, ...]:
-    if returncode in (137, -9) or returncode == 128 + 9:
+def _hints(returncode: int) -> tuple[str, ...]:
+    # ninja reports a compiler killed by SIGKILL (the OOM killer) as 137; -9 if ninja itself was.
+    if returncode in (137, -9):
         return ("exit 137: a compiler was killed, usually out of memory: lower MAX_JOBS (e.g. MAX_JOBS=1)",)
     return ()
 
@@ -75,7 +75,7 @@ def _build_locked(spec: ModuleSpec, cache: ModuleCache, env: JitEnv) -> Manifest
     if returncode != 0:
         text = log_path.read_text(errors="replace")
         err = BuildError(spec.name, f"ninja exited with {returncode} after {seconds:.1f} s",
-                         first_error=first_error_line(text), log_path=str(log_path), hints=_hints(returncode, spec))
+                         first_error=first_error_line(text), log_path=str(log_path), hints=_hints(returncode))
         raise cache.record_failure(build_dir, err)
     m = cache.publish(build_dir, seconds)
     logger.info("%s: built in %.1f s -> %s", spec.name, seconds, cache.artifact_dir)
