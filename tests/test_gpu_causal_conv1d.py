@@ -194,6 +194,24 @@ def test_forward_channel_last_long_chunks(dtype):
         torch.cuda.empty_cache()
 
 
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+def test_forward_rows_kernel_tiles(dtype):
+    """Dense shapes big enough for the rows kernel's 4-vectors-per-lane tiles (the sweep's shapes are
+    small and take 1 vector per lane), with rows that end inside a tile, plus a 1-vector-per-lane
+    shape with a partial last tile."""
+    gen = torch.Generator(device="cuda").manual_seed(43)
+    n_elts = 16 // torch.empty((), dtype=dtype).element_size()
+    for (b, d, vecs), width in [((1, 1300, 424), 4), ((2, 700, 512), 7), ((3, 260, 1000), 2), ((2, 33, 40), 8)]:
+        l = vecs * n_elts
+        x = randn(b, d, l, dtype=dtype, gen=gen)
+        weight, bias = randn(d, width, dtype=dtype, gen=gen), randn(d, dtype=dtype, gen=gen)
+        ref = causal_conv1d_ref(x.double(), weight.double(), bias.double(), "silu")
+        for variant in ("auto", "vectorized"):
+            assert_close(run_fwd(x, weight, bias, True, variant), ref, dtype, f"{b}x{d}x{l} w{width} {variant}")
+        del ref
+        torch.cuda.empty_cache()
+
+
 def test_forward_functional_matches_fwd():
     gen = torch.Generator(device="cuda").manual_seed(19)
     for layout in LAYOUTS:
@@ -240,10 +258,11 @@ def test_forward_past_2_31_elements_one_row(variant):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
-def test_forward_past_2_31_elements_many_rows(layout):
-    """bf16 [2, 32776, 32771]: batch and channel offsets past 2^31 (flat and channel-last vector kernels)."""
-    b, d, l = 2, 32776, 32771
+@pytest.mark.parametrize("layout,l", [("contiguous", 32771), ("contiguous", 32776), ("channel_last", 32771)])
+def test_forward_past_2_31_elements_many_rows(layout, l):
+    """bf16 [2, 32776, l]: batch and channel offsets past 2^31 (flat, rows (l = 32776) and channel-last
+    vector kernels)."""
+    b, d = 2, 32776
     n = b * d * l
     if _free_bytes() < 2 * 2 * n + (1 << 30):
         pytest.skip("not enough free GPU memory")

@@ -31,6 +31,17 @@ inline bool is_valid_dtype(DType t) {
 inline int dtype_size(DType t) { return t == DType::kFloat32 ? 4 : 2; }
 
 __device__ __forceinline__ float silu(float v) { return v / (1.0f + __expf(-v)); }
+__device__ __forceinline__ float activate(float v, bool use_silu) { return use_silu ? silu(v) : v; }
+
+// Element i (0 = lowest address) of a 32-bit word holding 4 / sizeof(T) elements of T.
+template <typename T> __device__ __forceinline__ T word_elt(uint32_t w, int i);
+template <> __device__ __forceinline__ float word_elt<float>(uint32_t w, int) { return __uint_as_float(w); }
+template <> __device__ __forceinline__ half_t word_elt<half_t>(uint32_t w, int i) {
+  return __ushort_as_half(static_cast<unsigned short>(w >> (16 * i)));
+}
+template <> __device__ __forceinline__ bfloat16_t word_elt<bfloat16_t>(uint32_t w, int i) {
+  return __ushort_as_bfloat16(static_cast<unsigned short>(w >> (16 * i)));
+}
 
 // Everything a kernel needs to read weights and bias (dtype w_dtype, stored as given).
 // contig: weight[d, :] rows are dense (width_stride 1, dim_stride width) and weight is 16-byte

@@ -3,6 +3,8 @@
 //   out[b, d, t] = act(bias[d] + sum_{j < W} w[d, j] * x[b, d, t - (W - 1) + j]),  x[.., t < 0] = 0
 //
 // Kernels (all accumulate in fp32; weights and bias are read as fp32 whatever their dtype):
+//   rows          [B, D, L] dense x and out with L a multiple of the elements in 16 bytes (and rows
+//                 long enough to fill a warp tile): causal_conv1d_fwd_rows.cu.
 //   flat          [B, D, L] dense x and out: x is one array of B*D*L elements cut into 16-byte
 //                 vectors, so every vector is aligned whatever L is (no slow path for odd lengths).
 //                 Each thread holds 4 vectors in flight; the W-1 elements before a vector come from
@@ -16,9 +18,9 @@
 //                 fallback for everything else (including width > kMaxTemplateWidth).
 //
 // Variant selection (params.variant):
-//   kAuto        flat if dense and 16-byte aligned, else channel_last if dim stride 1 (x and out),
+//   kAuto        rows or flat if dense and 16-byte aligned, else channel_last if dim stride 1 (x and out),
 //                else shared if x rows are contiguous, else naive; width > 8 always runs naive.
-//   kVectorized  flat or channel_last as above; a layout neither can take falls back to naive.
+//   kVectorized  rows, flat or channel_last as above; a layout neither can take falls back to naive.
 //   kShared      shared (any layout); width > 8 falls back to naive.
 //   kNaive       naive.
 // All indexing is 64-bit; grids are 1-D over work items and capped at kMaxGridX (kernels loop).
@@ -28,6 +30,7 @@
 #include <string>
 
 #include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_rows.h"
 #include "causal_conv1d_params.h"
 #include "dtype_traits.cuh"
 #include "port.h"
@@ -36,18 +39,6 @@
 namespace aiter_lite {
 namespace conv1d {
 namespace {
-
-// Element i (0 = lowest address) of a 32-bit word holding 4 / sizeof(T) elements of T.
-template <typename T> __device__ __forceinline__ T word_elt(uint32_t w, int i);
-template <> __device__ __forceinline__ float word_elt<float>(uint32_t w, int) { return __uint_as_float(w); }
-template <> __device__ __forceinline__ half_t word_elt<half_t>(uint32_t w, int i) {
-  return __ushort_as_half(static_cast<unsigned short>(w >> (16 * i)));
-}
-template <> __device__ __forceinline__ bfloat16_t word_elt<bfloat16_t>(uint32_t w, int i) {
-  return __ushort_as_bfloat16(static_cast<unsigned short>(w >> (16 * i)));
-}
-
-__device__ __forceinline__ float activate(float v, bool use_silu) { return use_silu ? silu(v) : v; }
 
 // ---------------------------------------------------------------------------------------------
 // flat: dense [B, D, L] x and out
@@ -588,7 +579,7 @@ void fwd_naive_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
 // ---------------------------------------------------------------------------------------------
 // Path selection (host)
 
-enum class FwdPath { kNaive, kShared, kFlat, kChannelLastVec, kChannelLastScalar };
+enum class FwdPath { kNaive, kShared, kRows, kFlat, kChannelLastVec, kChannelLastScalar };
 
 // Dense [B, D, L]: element (b, d, t) at b*D*L + d*L + t (strides of size-1 dims do not matter).
 bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
@@ -607,7 +598,7 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p) {
   const bool dense = is_dense(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
                      is_dense(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, D, L) &&
                      is_aligned(p.x, 16) && is_aligned(p.out, 16);
-  if (dense) return FwdPath::kFlat;
+  if (dense) return fwd_rows_plan(p).vecs_per_lane > 0 ? FwdPath::kRows : FwdPath::kFlat;
   const bool channel_last = (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
   if (channel_last) {
     const int kV = kVecBytes / static_cast<int>(dtype_size(p.x_dtype));
@@ -638,12 +629,14 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
   const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
                                         p.bias_stride, p.w_dtype);
   const FwdPath path = choose_fwd_path(p);
+  if (path == FwdPath::kRows) return fwd_rows_run(p, fwd_rows_plan(p), w, stream);
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     switch (path) {
       case FwdPath::kNaive:
         return fwd_naive_launch<scalar_t>(p, w, stream);
       case FwdPath::kShared:
         return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_shared_launch<scalar_t, kW>(p, w, stream); });
+      case FwdPath::kRows:  // handled above
       case FwdPath::kFlat:
         return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, w, stream); });
       case FwdPath::kChannelLastVec:
