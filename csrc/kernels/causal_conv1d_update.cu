@@ -18,6 +18,9 @@
 //       weights kept in registers.
 //   update (kV = 1)  any strides: one thread per channel and batch row, consecutive threads on
 //       consecutive channels (coalesced whenever the dim stride is small, e.g. [B, D, S] states).
+//   step  seqlen 1 whenever the channel-vector kernel does not take the call (other layouts, or too
+//       few channel groups to fill the GPU, e.g. batch 1): any strides, 4 (row, channel) items per
+//       thread (1 for small calls) with all their loads issued before any compute.
 //   generic  width > kMaxTemplateWidth: runtime width, one thread per channel and batch row.
 #include <algorithm>
 #include <cstdint>
@@ -33,8 +36,6 @@
 namespace aiter_lite {
 namespace conv1d {
 namespace {
-
-__device__ __forceinline__ float activate(float v, bool use_silu) { return use_silu ? silu(v) : v; }
 
 struct UpdateArgs {
   const void* x;
@@ -220,6 +221,113 @@ void update_launch(const UpdateArgs& base, gpuStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// step: one new token (seqlen 1), one channel per item, any strides. Decode is latency bound: a
+// thread takes kItems (row, channel) items and issues every load of all of them (state row index,
+// circular position, window, x, weights, bias) before computing any, so each thread keeps several
+// independent requests in flight instead of one chain per item.
+
+template <typename T_, int kWidth_, int kItems_>
+struct UpdateStepTraits {
+  using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kHalo = kWidth - 1;
+  static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
+  static constexpr int kItems = kItems_;  // 4 for large batches; 1 spreads small ones over more SMs
+  static constexpr int kThreads = kItems == 1 ? 64 : 128;  // small calls: as many blocks (SMs) as possible
+  static constexpr int kMinBlocks = 512 / kThreads;
+};
+
+// Items at which 4 per thread still leave every SM of a large GPU a few blocks.
+constexpr int64_t kStepManyItems = int64_t{1} << 18;
+
+template <typename Ktraits>
+__global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal_conv1d_update_step_kernel(const UpdateArgs a) {
+  using T = typename Ktraits::T;
+  constexpr int kW = Ktraits::kWidth;
+  constexpr int kHalo = Ktraits::kHalo;
+  constexpr int kItems = Ktraits::kItems;
+  const int64_t S = a.state_len;
+  const int64_t ss = a.state_seq_stride;
+  const bool circular = a.cache_seqlens != nullptr && S > 0;
+  // Items base + k * stride, k < kItems: consecutive threads on consecutive channels.
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * Ktraits::kThreads;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * Ktraits::kThreads + threadIdx.x; base < a.n_items;
+       base += stride * kItems) {
+    int64_t b[kItems], d[kItems], row[kItems], pos[kItems];
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int64_t item = base + k * stride;
+      b[k] = a.div_groups.divmod(d[k], item < a.n_items ? item : 0);
+      row[k] = item < a.n_items ? state_row_of(a, b[k]) : -1;
+      pos[k] = circular && row[k] >= 0 ? a.div_state_len.floor_mod(a.cache_seqlens[b[k]]) : S;
+    }
+    T win[kItems][Ktraits::kHaloAlloc];
+    T xv[kItems];
+    float w[kItems][kW];
+    float bias[kItems];
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      if (row[k] < 0) continue;
+      const T* __restrict__ sp = static_cast<const T*>(a.state) + row[k] * a.state_batch_stride + d[k] * a.state_dim_stride;
+      int64_t q = pos[k] - kHalo;  // S >= kHalo, so one wrap suffices; shift register: pos = S
+      if (q < 0) q += S;
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i) {
+        win[k][i] = sp[q * ss];
+        q = q + 1 == S ? 0 : q + 1;
+      }
+      xv[k] = static_cast<const T*>(a.x)[b[k] * a.x_batch_stride + d[k] * a.x_dim_stride];
+      float wb[1][kW];
+      float bb[1];
+      load_weight_block<1, kW>(wb, bb, a.w, d[k]);
+#pragma unroll
+      for (int j = 0; j < kW; ++j) w[k][j] = wb[0][j];
+      bias[k] = bb[0];
+    }
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int64_t item = base + k * stride;
+      if (item >= a.n_items) continue;
+      T* __restrict__ op = static_cast<T*>(a.out) + b[k] * a.out_batch_stride + d[k] * a.out_dim_stride;
+      if (row[k] < 0) {  // padded slot
+        *op = from_float<T>(0.f);
+        continue;
+      }
+      float acc = fmaf(w[k][kHalo], to_float(xv[k]), bias[k]);
+#pragma unroll
+      for (int j = 0; j < kHalo; ++j) acc = fmaf(w[k][j], to_float(win[k][j]), acc);
+      *op = from_float<T>(activate(acc, a.silu));
+      T* __restrict__ sp = static_cast<T*>(a.state) + row[k] * a.state_batch_stride + d[k] * a.state_dim_stride;
+      if (circular) {
+        sp[pos[k] * ss] = xv[k];
+      } else if (S > 0) {
+        // Shift left by one: entries below the window move from memory (state_len > width - 1
+        // only; a forward copy reads j + 1 before writing it), the window's from registers, x last.
+#pragma unroll 1
+        for (int64_t j = 0; j + 1 < S - kHalo; ++j) sp[j * ss] = sp[(j + 1) * ss];
+#pragma unroll
+        for (int i = 0; i < kHalo; ++i)
+          if (S - kHalo + i - 1 >= 0) sp[(S - kHalo + i - 1) * ss] = win[k][i];
+        sp[(S - 1) * ss] = xv[k];
+      }
+    }
+  }
+}
+
+template <typename T, int kW, int kItems>
+void update_step_launch(const UpdateArgs& base, gpuStream_t stream) {
+  using Ktraits = UpdateStepTraits<T, kW, kItems>;
+  UpdateArgs a = base;
+  a.rows_per_item = 1;
+  a.n_items = a.batch * a.n_groups;
+  a.div_groups = FastDivmod(a.n_groups);
+  const int64_t per_block = int64_t{Ktraits::kThreads} * Ktraits::kItems;
+  const int64_t blocks = std::min((a.n_items + per_block - 1) / per_block, kMaxGridX);
+  causal_conv1d_update_step_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
 // generic: runtime width, one thread per (batch row, channel)
 
 template <typename T_>
@@ -368,6 +476,17 @@ void causal_conv1d_update(const CausalConv1dUpdateParams& p, void* stream_ptr) {
       return update_generic_launch<scalar_t>(a, stream);
     }
     constexpr int kVecV = kVecElts<scalar_t>;
+    // Channel vectors pay off once there are enough of them to fill the GPU; below that (e.g. one
+    // sequence) one channel per thread spreads the work over more SMs.
+    constexpr int64_t kMinVecItems = 16384;
+    const bool vec_ok = channel_vectors_ok(p, kVecV) && p.batch * (p.dim / kVecV) >= kMinVecItems;
+    if (p.seqlen == 1 && !vec_ok) {
+      a.n_groups = p.dim;
+      return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+        if (p.batch * p.dim >= kStepManyItems) update_step_launch<scalar_t, kW, 4>(a, stream);
+        else update_step_launch<scalar_t, kW, 1>(a, stream);
+      });
+    }
     if (channel_vectors_ok(p, kVecV)) {
       a.n_groups = p.dim / kVecV;
       return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { update_launch<scalar_t, kW, kVecV>(a, stream); });
