@@ -18,5 +18,7 @@ def __getattr__(name):
         import importlib
 
         ops = importlib.import_module(".ops", __name__)
-        return ops if name == "ops" else getattr(ops, name)
+        value = ops if name == "ops" else getattr(ops, name)
+        globals()[name] = value  # later lookups skip this hook (it costs ~1 us per call)
+        return value
     raise AttributeError(f"module 'aiter_lite' has no attribute {name!r}")

@@ -19,7 +19,7 @@ _lib.define("matmul_out(Tensor a, Tensor b, Tensor(a!) out, bool allow_tf32, int
 
 def _conv(x, weight, bias, use_silu, variant):
     out = torch.empty_like(x)
-    conv._launch_fwd(out, x, weight, bias, use_silu, variant)
+    conv._launch_fwd(out, x, weight, bias, use_silu, variant, fresh_out=True)
     return out
 
 

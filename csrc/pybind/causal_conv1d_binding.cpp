@@ -40,6 +40,15 @@ void fwd(uintptr_t x, uintptr_t weight, uintptr_t bias, uintptr_t out,
   aiter_lite::causal_conv1d_fwd(p, ptr<void>(stream));
 }
 
+// fwd for contiguous x, out ([B, D, L]), weight ([D, W]) and bias: strides follow from the sizes.
+// The common case passes 13 integers instead of 22 (host overhead per call matters for small shapes).
+void fwd_contiguous(uintptr_t x, uintptr_t weight, uintptr_t bias, uintptr_t out, int64_t batch, int64_t dim,
+                    int64_t seqlen, int64_t width, int32_t x_dtype, int32_t w_dtype, bool silu, int32_t variant,
+                    uintptr_t stream) {
+  fwd(x, weight, bias, out, batch, dim, seqlen, width, dim * seqlen, seqlen, 1, width, 1, 1, dim * seqlen, seqlen, 1,
+      x_dtype, w_dtype, silu, variant, stream);
+}
+
 void update(uintptr_t x, uintptr_t conv_state, uintptr_t weight, uintptr_t bias,
             uintptr_t cache_seqlens, uintptr_t conv_state_indices, uintptr_t out,
             int64_t batch, int64_t dim, int64_t seqlen, int64_t width, int64_t state_len, int64_t state_batch,
@@ -75,5 +84,7 @@ void update(uintptr_t x, uintptr_t conv_state, uintptr_t weight, uintptr_t bias,
 PYBIND11_MODULE(AITER_LITE_MODULE_NAME, m) {
   m.doc() = "aiter_lite causal depthwise conv1d (forward and decode update)";
   m.def("causal_conv1d_fwd", &fwd, "Forward; arguments as packed by aiter_lite.ops.causal_conv1d");
+  m.def("causal_conv1d_fwd_contiguous", &fwd_contiguous,
+        "Forward for contiguous x, out, weight and bias (strides implied by the sizes)");
   m.def("causal_conv1d_update", &update, "Decode update; arguments as packed by aiter_lite.ops.causal_conv1d");
 }
