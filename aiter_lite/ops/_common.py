@@ -117,6 +117,24 @@ class on_device:
             torch.cuda.set_device(self.prev)
 
 
+def device_and_stream(t: torch.Tensor) -> tuple[int, int]:
+    """(device index, raw current-stream handle) of t: (-1, 0) on the CPU. One call instead of
+    stream_of + on_device on the hot path; callers switch devices (on_device) only when the index
+    differs from current_device_index()."""
+    if not t.is_cuda:
+        return -1, 0
+    dev = t.get_device()
+    return dev, (_raw_stream(dev) if _raw_stream is not None else torch.cuda.current_stream(dev).cuda_stream)
+
+
+def current_device_index() -> int:
+    return _current_device() if _current_device is not None else torch.cuda.current_device()
+
+
+_is_compiling = torch.compiler.is_compiling
+_profiler_enabled = torch._C._autograd._profiler_enabled
+
+
 def use_direct_call() -> bool:
     """Eager calls skip the dispatcher (host overhead); compile tracing and profiling use torch.ops."""
-    return not torch.compiler.is_compiling() and not torch._C._autograd._profiler_enabled()
+    return not _is_compiling() and not _profiler_enabled()

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from ..jit import get_module
 from ._common import (DTYPE_CODES, backend_of, check_index_tensor, check_no_alias, check_same_device,
-                      check_tensor, on_device, stream_of, use_direct_call)
+                      check_tensor, current_device_index, device_and_stream, on_device, stream_of, use_direct_call)
 
 MODULE = "module_causal_conv1d"
 VARIANTS = {"auto": 0, "naive": 1, "shared": 2, "vectorized": 3}
@@ -110,18 +110,21 @@ def _launch_fwd(out, x, weight, bias, use_silu: bool, variant: int, fresh_out: b
     if not fresh_out and not torch.compiler.is_compiling():
         check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
     mod = get_module(MODULE, backend_of(x))
+    dev, stream = device_and_stream(x)
+    if dev >= 0 and dev != current_device_index():  # launch on x's GPU (rare: the hot path skips this)
+        with on_device(x):
+            return _launch_fwd(out, x, weight, bias, use_silu, variant, fresh_out=True)
     bias_ptr = 0 if bias is None else bias.data_ptr()
-    with on_device(x):
-        if (x.is_contiguous() and out.is_contiguous() and weight.is_contiguous()
-                and (bias is None or bias.is_contiguous())):  # the common case: 13 arguments instead of 22
-            mod.causal_conv1d_fwd_contiguous(
-                x.data_ptr(), weight.data_ptr(), bias_ptr, out.data_ptr(), *x.shape, weight.shape[1],
-                DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant, stream_of(x))
-            return
-        mod.causal_conv1d_fwd(
-            x.data_ptr(), weight.data_ptr(), bias_ptr, out.data_ptr(),
-            *x.shape, weight.shape[1], *x.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
-            *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant, stream_of(x))
+    if (x.is_contiguous() and out.is_contiguous() and weight.is_contiguous()
+            and (bias is None or bias.is_contiguous())):  # the common case: 13 arguments instead of 22
+        mod.causal_conv1d_fwd_contiguous(
+            x.data_ptr(), weight.data_ptr(), bias_ptr, out.data_ptr(), *x.shape, weight.shape[1],
+            DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant, stream)
+        return
+    mod.causal_conv1d_fwd(
+        x.data_ptr(), weight.data_ptr(), bias_ptr, out.data_ptr(),
+        *x.shape, weight.shape[1], *x.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
+        *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant, stream)
 
 
 def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices) -> None:

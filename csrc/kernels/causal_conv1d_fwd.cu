@@ -10,7 +10,7 @@
 //                 Each thread holds 4 vectors in flight; the W-1 elements before a vector come from
 //                 the neighbouring lane by warp shuffle (one small global read per warp tile).
 //   channel_last  x and out with dim stride 1 ([B, L, D] storage seen as [B, D, L]): a thread owns
-//                 one 16-byte group of channels (or one channel when D is not vector friendly) over
+//                 one 8-byte group of channels (or one channel when D is not vector friendly) over
 //                 a chunk of time steps, keeping the last W-1 inputs in registers.
 //   shared        any strides: a block stages one tile of a row plus its halo in shared memory.
 //                 Coalesced when rows are contiguous (seq stride 1), e.g. padded or sliced rows.
@@ -263,19 +263,25 @@ void fwd_flat_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStr
 // ---------------------------------------------------------------------------------------------
 // channel_last: dim stride 1
 
+// Bytes of channels per thread. 16-byte groups held 8 fp16 channels' weights and window in 124
+// registers (21% occupancy, 2.3-2.7 TB/s on the H100); 8-byte groups halve that.
+constexpr int kChannelLastVecBytes = 8;
+
 template <typename T_, int kWidth_, int kV_>
 struct FwdChannelLastTraits {
   using T = T_;
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
-  static constexpr int kV = kV_;        // channels per thread: a 16-byte vector, or 1
+  static constexpr int kV = kV_;        // channels per thread: an 8-byte vector, or 1
   static constexpr int kThreads = 128;
-  static constexpr int kMinBlocks = kV == 1 ? 4 : 1;
+  // W <= 4: <= 80 registers, 37.5% occupancy (16-byte groups of 8 channels needed 124: 21%);
+  // wider filters keep 128 so that their weights and window do not spill
+  static constexpr int kMinBlocks = kV == 1 ? 4 : (kWidth <= 4 ? 6 : 4);
   static constexpr int kUnroll = 4;     // time steps loaded together
   static constexpr int kMaxChunk = 64;  // time steps per work item, at most
   static constexpr int64_t kTargetThreads = int64_t{1} << 17;  // enough to fill an H100 twice over
   using vec_t = Vec<T, kV>;
-  static_assert(kV == 1 || sizeof(vec_t) == 16, "a channel group is one element or one 16-byte vector");
+  static_assert(kV == 1 || sizeof(vec_t) == kChannelLastVecBytes, "a channel group is one element or one vector");
 };
 
 struct FwdChannelLastArgs {
@@ -586,9 +592,9 @@ bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t 
   return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L);
 }
 
-// Every kV-channel group of a dim-stride-1 tensor starts on a 16-byte boundary.
+// Every kV-channel group of a dim-stride-1 tensor starts on a kChannelLastVecBytes boundary.
 bool channel_vectors_aligned(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_t D, int64_t L, int kV) {
-  return is_aligned(ptr, 16) && D % kV == 0 && (B == 1 || bs % kV == 0) && (L == 1 || ss % kV == 0);
+  return is_aligned(ptr, kChannelLastVecBytes) && D % kV == 0 && (B == 1 || bs % kV == 0) && (L == 1 || ss % kV == 0);
 }
 
 FwdPath choose_fwd_path(const CausalConv1dFwdParams& p) {
@@ -601,7 +607,7 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p) {
   if (dense) return fwd_rows_plan(p).vecs_per_lane > 0 ? FwdPath::kRows : FwdPath::kFlat;
   const bool channel_last = (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
   if (channel_last) {
-    const int kV = kVecBytes / static_cast<int>(dtype_size(p.x_dtype));
+    const int kV = kChannelLastVecBytes / static_cast<int>(dtype_size(p.x_dtype));
     const bool vec = D > 1 &&
                      channel_vectors_aligned(p.x, p.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
                      channel_vectors_aligned(p.out, p.out_batch_stride, p.out_seq_stride, B, D, L, kV);
@@ -641,7 +647,7 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
         return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, w, stream); });
       case FwdPath::kChannelLastVec:
         return AITER_LITE_CONV_WIDTH_SWITCH(
-            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, kVecElts<scalar_t>>(p, w, stream); });
+            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, kChannelLastVecBytes / sizeof(scalar_t)>(p, w, stream); });
       case FwdPath::kChannelLastScalar:
         return AITER_LITE_CONV_WIDTH_SWITCH(
             p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, 1>(p, w, stream); });
