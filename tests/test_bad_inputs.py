@@ -1,99 +1,193 @@
 """The bad-input matrix: each case raises TypeError/ValueError whose message names the argument.
-Nothing is launched for any of them (checks run before the module is even loaded)."""
+Nothing is launched for any of them (checks run before the module is even loaded).
+
+Every case runs on CPU tensors and, on a GPU machine (`-m gpu`), on CUDA tensors too; there each bad
+call must be followed by a valid call that succeeds and a torch.cuda.synchronize() that raises
+nothing (no sticky CUDA error). test_mixed_devices puts one argument on another device (meta next
+to the CPU everywhere; CPU next to CUDA and cuda:1 next to cuda:0 where there are GPUs)."""
 import pytest
 import torch
 
 import aiter_lite
 
 f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
-
-
-def X(*shape, dtype=f32):
-    return torch.randn(*shape).to(dtype)
-
-
 W, B_, L = 8, 2, 16
-x, w, bias = X(B_, W, L), X(W, 4), X(W)
-state = X(B_, W, 3)
-a, b = X(5, 6), X(6, 7)
+
+HAS_CUDA = torch.cuda.is_available()
+TWO_GPUS = HAS_CUDA and torch.cuda.device_count() >= 2
+_gpu = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")]
+_two_gpus = [pytest.mark.gpu, pytest.mark.multigpu, pytest.mark.skipif(not TWO_GPUS, reason="needs two GPUs")]
+DEVICES = ["cpu", pytest.param("cuda", marks=_gpu)]
+
+
+class Inputs:
+    """Valid tensors on one device, and X() for new random ones there."""
+
+    def __init__(self, device):
+        self.device = torch.device(device)
+        self.x, self.w, self.bias = self.X(B_, W, L), self.X(W, 4), self.X(W)
+        self.state = self.X(B_, W, 3)
+        self.a, self.b = self.X(5, 6), self.X(6, 7)
+
+    def X(self, *shape, dtype=f32):
+        return torch.randn(*shape).to(device=self.device, dtype=dtype)
+
+
+_INPUTS = {}
+
+
+def inputs(device) -> Inputs:
+    if device not in _INPUTS:
+        _INPUTS[device] = Inputs(device)
+    return _INPUTS[device]
+
 
 CASES = [
     # (id, callable, exception type, argument named in the message)
-    ("conv x not a tensor", lambda: aiter_lite.causal_conv1d([1, 2], w), TypeError, "x"),
-    ("conv x 2-D", lambda: aiter_lite.causal_conv1d(X(W, L), w), ValueError, "x"),
-    ("conv x int dtype", lambda: aiter_lite.causal_conv1d(torch.ones(B_, W, L, dtype=torch.int32), w), TypeError, "x"),
-    ("conv x float64", lambda: aiter_lite.causal_conv1d(X(B_, W, L, dtype=torch.float64), w), TypeError, "x"),
-    ("conv weight 1-D", lambda: aiter_lite.causal_conv1d(x, X(W)), ValueError, "weight"),
-    ("conv weight wrong dim", lambda: aiter_lite.causal_conv1d(x, X(W + 1, 4)), ValueError, "weight"),
-    ("conv weight width 0", lambda: aiter_lite.causal_conv1d(x, X(W, 0)), ValueError, "weight"),
-    ("conv weight not tensor", lambda: aiter_lite.causal_conv1d(x, 3.0), TypeError, "weight"),
-    ("conv bias wrong shape", lambda: aiter_lite.causal_conv1d(x, w, X(W + 2)), ValueError, "bias"),
-    ("conv bias dtype mix", lambda: aiter_lite.causal_conv1d(x, w, X(W, dtype=f16)), TypeError, "bias"),
-    ("conv bad activation", lambda: aiter_lite.causal_conv1d(x, w, None, "relu"), ValueError, "activation"),
-    ("conv bad variant", lambda: aiter_lite.causal_conv1d(x, w, variant="fast"), ValueError, "variant"),
-    ("conv_fwd out wrong shape", lambda: aiter_lite.causal_conv1d_fwd(X(B_, W, L + 1), x, w), ValueError, "out"),
-    ("conv_fwd out wrong dtype", lambda: aiter_lite.causal_conv1d_fwd(X(B_, W, L, dtype=bf16), x, w), TypeError, "out"),
-    ("conv_fwd out aliases x", lambda: aiter_lite.causal_conv1d_fwd(x, x, w), ValueError, "out"),
-    ("conv_fwd out overlaps x", lambda: (lambda big: aiter_lite.causal_conv1d_fwd(big[:, :, 1:], big[:, :, :-1], w))(
-        X(B_, W, L + 1)), ValueError, "out"),
-    ("conv_fwd out expanded", lambda: aiter_lite.causal_conv1d_fwd(X(1, W, L).expand(B_, W, L), x, w),
+    ("conv x not a tensor", lambda e: aiter_lite.causal_conv1d([1, 2], e.w), TypeError, "x"),
+    ("conv x 2-D", lambda e: aiter_lite.causal_conv1d(e.X(W, L), e.w), ValueError, "x"),
+    ("conv x int dtype", lambda e: aiter_lite.causal_conv1d(torch.ones(B_, W, L, dtype=torch.int32, device=e.device),
+                                                            e.w), TypeError, "x"),
+    ("conv x float64", lambda e: aiter_lite.causal_conv1d(e.X(B_, W, L, dtype=torch.float64), e.w), TypeError, "x"),
+    ("conv weight 1-D", lambda e: aiter_lite.causal_conv1d(e.x, e.X(W)), ValueError, "weight"),
+    ("conv weight wrong dim", lambda e: aiter_lite.causal_conv1d(e.x, e.X(W + 1, 4)), ValueError, "weight"),
+    ("conv weight width 0", lambda e: aiter_lite.causal_conv1d(e.x, e.X(W, 0)), ValueError, "weight"),
+    ("conv weight not tensor", lambda e: aiter_lite.causal_conv1d(e.x, 3.0), TypeError, "weight"),
+    ("conv bias wrong shape", lambda e: aiter_lite.causal_conv1d(e.x, e.w, e.X(W + 2)), ValueError, "bias"),
+    ("conv bias dtype mix", lambda e: aiter_lite.causal_conv1d(e.x, e.w, e.X(W, dtype=f16)), TypeError, "bias"),
+    ("conv bad activation", lambda e: aiter_lite.causal_conv1d(e.x, e.w, None, "relu"), ValueError, "activation"),
+    ("conv bad variant", lambda e: aiter_lite.causal_conv1d(e.x, e.w, variant="fast"), ValueError, "variant"),
+    ("conv_fwd out wrong shape", lambda e: aiter_lite.causal_conv1d_fwd(e.X(B_, W, L + 1), e.x, e.w), ValueError,
+     "out"),
+    ("conv_fwd out wrong dtype", lambda e: aiter_lite.causal_conv1d_fwd(e.X(B_, W, L, dtype=bf16), e.x, e.w), TypeError,
+     "out"),
+    ("conv_fwd out aliases x", lambda e: aiter_lite.causal_conv1d_fwd(e.x, e.x, e.w), ValueError, "out"),
+    ("conv_fwd out overlaps x", lambda e: (lambda big: aiter_lite.causal_conv1d_fwd(big[:, :, 1:], big[:, :, :-1],
+                                                                                  e.w))(e.X(B_, W, L + 1)),
      ValueError, "out"),
-    ("conv_fwd use_silu not bool", lambda: aiter_lite.causal_conv1d_fwd(X(B_, W, L), x, w, None, "yes"),
+    ("conv_fwd out expanded", lambda e: aiter_lite.causal_conv1d_fwd(e.X(1, W, L).expand(B_, W, L), e.x, e.w),
+     ValueError, "out"),
+    ("conv_fwd use_silu not bool", lambda e: aiter_lite.causal_conv1d_fwd(e.X(B_, W, L), e.x, e.w, None, "yes"),
      TypeError, "use_silu"),
-    ("update state dtype", lambda: aiter_lite.causal_conv1d_update(X(B_, W), X(B_, W, 3, dtype=f16), w),
+    ("update state dtype", lambda e: aiter_lite.causal_conv1d_update(e.X(B_, W), e.X(B_, W, 3, dtype=f16), e.w),
      TypeError, "conv_state"),
-    ("update state too short", lambda: aiter_lite.causal_conv1d_update(X(B_, W), X(B_, W, 2), w), ValueError,
+    ("update state too short", lambda e: aiter_lite.causal_conv1d_update(e.X(B_, W), e.X(B_, W, 2), e.w), ValueError,
      "conv_state"),
-    ("update state batch", lambda: aiter_lite.causal_conv1d_update(X(B_, W), X(B_ + 1, W, 3), w), ValueError,
+    ("update state batch", lambda e: aiter_lite.causal_conv1d_update(e.X(B_, W), e.X(B_ + 1, W, 3), e.w), ValueError,
      "conv_state"),
-    ("update state dim", lambda: aiter_lite.causal_conv1d_update(X(B_, W), X(B_, W + 1, 3), w), ValueError,
+    ("update state dim", lambda e: aiter_lite.causal_conv1d_update(e.X(B_, W), e.X(B_, W + 1, 3), e.w), ValueError,
      "conv_state"),
-    ("update x 4-D", lambda: aiter_lite.causal_conv1d_update(X(B_, W, 1, 1), state, w), ValueError, "x"),
-    ("update seqlens dtype", lambda: aiter_lite.causal_conv1d_update(X(B_, W), state, w,
-                                                                     cache_seqlens=torch.zeros(B_, dtype=torch.int64)),
+    ("update x 4-D", lambda e: aiter_lite.causal_conv1d_update(e.X(B_, W, 1, 1), e.state, e.w), ValueError, "x"),
+    ("update seqlens dtype", lambda e: aiter_lite.causal_conv1d_update(
+        e.X(B_, W), e.state, e.w, cache_seqlens=torch.zeros(B_, dtype=torch.int64, device=e.device)),
      TypeError, "cache_seqlens"),
-    ("update seqlens shape", lambda: aiter_lite.causal_conv1d_update(X(B_, W), state, w,
-                                                                     cache_seqlens=torch.zeros(B_ + 1, dtype=torch.int32)),
+    ("update seqlens shape", lambda e: aiter_lite.causal_conv1d_update(
+        e.X(B_, W), e.state, e.w, cache_seqlens=torch.zeros(B_ + 1, dtype=torch.int32, device=e.device)),
      ValueError, "cache_seqlens"),
-    ("update indices dtype", lambda: aiter_lite.causal_conv1d_update(X(B_, W), state, w,
-                                                                     conv_state_indices=torch.zeros(B_)),
+    ("update indices dtype", lambda e: aiter_lite.causal_conv1d_update(
+        e.X(B_, W), e.state, e.w, conv_state_indices=torch.zeros(B_, device=e.device)),
      TypeError, "conv_state_indices"),
-    ("update indices out of range", lambda: aiter_lite.causal_conv1d_update(
-        X(B_, W), state, w, conv_state_indices=torch.tensor([0, 9], dtype=torch.int32)), ValueError,
-     "conv_state_indices"),
-    ("update state aliases x", lambda: (lambda s: aiter_lite.causal_conv1d_update(s[:, :, :1], s, w))(X(B_, W, 3)),
-     ValueError, "conv_state"),
-    ("matmul a not tensor", lambda: aiter_lite.matmul("a", b), TypeError, "a"),
-    ("matmul a 1-D", lambda: aiter_lite.matmul(X(6), b), ValueError, "a"),
-    ("matmul b 4-D", lambda: aiter_lite.matmul(a, X(1, 1, 6, 7)), ValueError, "b"),
-    ("matmul K mismatch", lambda: aiter_lite.matmul(a, X(5, 7)), ValueError, "K dim"),
-    ("matmul dtype mix", lambda: aiter_lite.matmul(a, X(6, 7, dtype=f16)), TypeError, "b has dtype"),
-    ("matmul int dtype", lambda: aiter_lite.matmul(a.int(), b.int()), TypeError, "a"),
-    ("matmul batch mismatch", lambda: aiter_lite.matmul(X(2, 5, 6), X(3, 6, 7)), ValueError, "batch"),
-    ("matmul out shape", lambda: aiter_lite.matmul(a, b, X(5, 8)), ValueError, "out"),
-    ("matmul out dtype", lambda: aiter_lite.matmul(a, b, X(5, 7, dtype=bf16)), TypeError, "out"),
-    ("matmul out aliases a", lambda: (lambda sq: aiter_lite.matmul(sq, sq[:, :6].contiguous(), sq))(X(6, 6)),
+    ("update indices out of range", lambda e: aiter_lite.causal_conv1d_update(
+        e.X(B_, W), e.state, e.w, conv_state_indices=torch.tensor([0, 9], dtype=torch.int32, device=e.device)),
+     ValueError, "conv_state_indices"),
+    ("update state aliases x", lambda e: (lambda s: aiter_lite.causal_conv1d_update(s[:, :, :1], s, e.w))(
+        e.X(B_, W, 3)), ValueError, "conv_state"),
+    ("matmul a not tensor", lambda e: aiter_lite.matmul("a", e.b), TypeError, "a"),
+    ("matmul a 1-D", lambda e: aiter_lite.matmul(e.X(6), e.b), ValueError, "a"),
+    ("matmul b 4-D", lambda e: aiter_lite.matmul(e.a, e.X(1, 1, 6, 7)), ValueError, "b"),
+    ("matmul K mismatch", lambda e: aiter_lite.matmul(e.a, e.X(5, 7)), ValueError, "K dim"),
+    ("matmul dtype mix", lambda e: aiter_lite.matmul(e.a, e.X(6, 7, dtype=f16)), TypeError, "b has dtype"),
+    ("matmul int dtype", lambda e: aiter_lite.matmul(e.a.int(), e.b.int()), TypeError, "a"),
+    ("matmul batch mismatch", lambda e: aiter_lite.matmul(e.X(2, 5, 6), e.X(3, 6, 7)), ValueError, "batch"),
+    ("matmul out shape", lambda e: aiter_lite.matmul(e.a, e.b, e.X(5, 8)), ValueError, "out"),
+    ("matmul out dtype", lambda e: aiter_lite.matmul(e.a, e.b, e.X(5, 7, dtype=bf16)), TypeError, "out"),
+    ("matmul out aliases a", lambda e: (lambda sq: aiter_lite.matmul(sq, sq[:, :6].contiguous(), sq))(e.X(6, 6)),
      ValueError, "out"),
-    ("matmul allow_tf32 type", lambda: aiter_lite.matmul(a, b, allow_tf32="yes"), TypeError, "allow_tf32"),
-    ("matmul bad variant", lambda: aiter_lite.matmul(a, b, variant="fastest"), ValueError, "variant"),
-    ("matmul bad config", lambda: aiter_lite.matmul(a, b, config=-5), ValueError, "config"),
-    ("matmul meta device", lambda: aiter_lite.matmul(a.to("meta"), b.to("meta")), ValueError, "device"),
+    ("matmul allow_tf32 type", lambda e: aiter_lite.matmul(e.a, e.b, allow_tf32="yes"), TypeError, "allow_tf32"),
+    ("matmul bad variant", lambda e: aiter_lite.matmul(e.a, e.b, variant="fastest"), ValueError, "variant"),
+    ("matmul bad config", lambda e: aiter_lite.matmul(e.a, e.b, config=-5), ValueError, "config"),
+    ("matmul meta device", lambda e: aiter_lite.matmul(e.a.to("meta"), e.b.to("meta")), ValueError, "device"),
 ]
+
+# On the GPU an index past the pool is treated as a padded slot (checking needs a device sync), see
+# docs/ops.md and tests/test_gpu_causal_conv1d.py::test_update_index_past_the_pool_is_padding.
+CPU_ONLY = {"update indices out of range"}
+
+
+def valid_call_after(device) -> None:
+    """A valid call right after a bad one succeeds, and no CUDA error is left behind."""
+    e = inputs(device)
+    out = aiter_lite.causal_conv1d(e.x, e.w, e.bias, "silu")
+    c = aiter_lite.matmul(e.a, e.b)
+    if e.device.type == "cuda":
+        torch.cuda.synchronize()
+    assert torch.isfinite(out).all() and torch.isfinite(c).all()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_bad_input(case):
-    _, call, exc, name = case
+@pytest.mark.parametrize("device", DEVICES)
+def test_bad_input(device, case):
+    name_, call, exc, name = case
+    if device != "cpu" and name_ in CPU_ONLY:
+        pytest.skip("CPU-only check")
     with pytest.raises(exc) as info:
-        call()
+        call(inputs(device))
     assert name in str(info.value), str(info.value)
+    if device != "cpu":
+        valid_call_after(device)
 
 
 def test_matrix_is_large_enough():
     assert len(CASES) >= 25
 
 
-def test_bad_input_leaves_no_state_behind():
+@pytest.mark.parametrize("device", DEVICES)
+def test_bad_input_leaves_no_state_behind(device):
     # A valid call right after the bad ones works.
-    out = aiter_lite.causal_conv1d(x, w, bias, "silu")
-    assert torch.isfinite(out).all()
+    valid_call_after(device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mixed devices: one argument on another device than the rest. The message names the argument.
+
+def _mixed_cases():
+    """(id, call(main Inputs, other Inputs), argument named in the message)."""
+    return [
+        ("conv weight", lambda m, o: aiter_lite.causal_conv1d(m.x, o.w, m.bias, "silu"), "weight"),
+        ("conv bias", lambda m, o: aiter_lite.causal_conv1d(m.x, m.w, o.bias, "silu"), "bias"),
+        ("conv x", lambda m, o: aiter_lite.causal_conv1d(o.x, m.w, m.bias), "weight"),
+        ("conv_fwd out", lambda m, o: aiter_lite.causal_conv1d_fwd(o.X(B_, W, L), m.x, m.w, m.bias), "out"),
+        ("update conv_state", lambda m, o: aiter_lite.causal_conv1d_update(m.X(B_, W), o.state, m.w), "conv_state"),
+        ("update weight", lambda m, o: aiter_lite.causal_conv1d_update(m.X(B_, W), m.state, o.w), "weight"),
+        ("update bias", lambda m, o: aiter_lite.causal_conv1d_update(m.X(B_, W), m.state, m.w, o.bias), "bias"),
+        ("update cache_seqlens", lambda m, o: aiter_lite.causal_conv1d_update(
+            m.X(B_, W), m.state, m.w, cache_seqlens=torch.zeros(B_, dtype=torch.int32, device=o.device)),
+         "cache_seqlens"),
+        ("update conv_state_indices", lambda m, o: aiter_lite.causal_conv1d_update(
+            m.X(B_, W), m.state, m.w, conv_state_indices=torch.zeros(B_, dtype=torch.int32, device=o.device)),
+         "conv_state_indices"),
+        ("matmul b", lambda m, o: aiter_lite.matmul(m.a, o.b), "b"),
+        ("matmul a", lambda m, o: aiter_lite.matmul(o.a, m.b), "b"),
+        ("matmul out", lambda m, o: aiter_lite.matmul(m.a, m.b, o.X(5, 7)), "out"),
+    ]
+
+
+MIXED = _mixed_cases()
+PAIRS = [
+    pytest.param("cpu", "meta", id="cpu+meta"),
+    pytest.param("cuda", "cpu", id="cuda+cpu", marks=_gpu),
+    pytest.param("cpu", "cuda", id="cpu+cuda", marks=_gpu),
+    pytest.param("cuda:0", "cuda:1", id="cuda0+cuda1", marks=_two_gpus),
+]
+
+
+@pytest.mark.parametrize("case", MIXED, ids=[c[0] for c in MIXED])
+@pytest.mark.parametrize("main,other", PAIRS)
+def test_mixed_devices(main, other, case):
+    _, call, name = case
+    with pytest.raises(ValueError) as info:
+        call(inputs(main), inputs(other))
+    msg = str(info.value)
+    assert msg.startswith(name) and "same device" in msg, msg
+    for dev in {main, other} - {"cpu", "meta"}:
+        valid_call_after(dev)

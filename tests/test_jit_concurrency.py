@@ -77,3 +77,39 @@ def test_lock_timeout_names_the_lock_file(tiny):
     assert waited < 60
     assert path.exists(), "lock files are never unlinked"
     assert tiny.run_worker()["ok"], "after the holder releases, the build proceeds"
+
+
+def test_two_nodes_sharing_a_cache_never_break_each_others_builds(tiny):
+    """Simulated nodes: one cache dir, a lock dir per node, so one builder per node runs at once. A
+    builder must not remove the other node's live build dir as a dead one (same host name), and the
+    second publish must give way to the first."""
+    for trial in range(2):
+        procs = [tiny.start_worker(AITER_LITE_LOCK_DIR=str(tiny.locks / f"node{i % 2}")) for i in range(6)]
+        results = [tiny.result(p) for p in procs]
+        assert all(r["ok"] and r["add"] == 5 for r in results), results
+        assert 1 <= sum(r["built"] for r in results) <= 2, results
+        arts = tiny.artifacts()
+        assert len([a for a in arts if a.startswith("cpu-")]) == 1, arts
+        assert not [a for a in arts if a.startswith((".tmp-", ".new-", "failed-"))], arts
+        shutil.rmtree(tiny.cache / "module_tiny")
+
+
+def test_stale_build_dir_cleanup_spares_a_live_builder(tiny):
+    """remove_stale_build_dirs removes a dead builder's dir but not one whose builder holds its lock."""
+    from aiter_lite.jit.cache import ModuleCache
+
+    spec = make_spec(tiny.registry().get("module_tiny"), "cpu", read_env())
+    key = compute_key(spec)
+    live = ModuleCache(tiny.cache, "module_tiny", "cpu", key)
+    live.ensure_root()
+    live_dir = live.new_build_dir()  # this process holds its builder lock
+    dead = ModuleCache(tiny.cache, "module_tiny", "cpu", key)
+    dead_dir = dead.new_build_dir()
+    dead._release_builder_lock()  # as if its builder had died
+    legacy_dir = live_dir.with_name(live_dir.name + "x")  # a build dir without a lock file (older versions)
+    legacy_dir.mkdir()
+    cleaner = ModuleCache(tiny.cache, "module_tiny", "cpu", key)
+    assert cleaner.remove_stale_build_dirs() == 2
+    assert live_dir.is_dir() and not dead_dir.exists() and not legacy_dir.exists()
+    live._release_builder_lock()
+    assert cleaner.remove_stale_build_dirs() == 1 and not live_dir.exists()

@@ -129,3 +129,25 @@ def test_matmul_zero_sizes():
     assert aiter_lite.matmul(torch.randn(0, 3), torch.randn(3, 4)).shape == (0, 4)
     out = aiter_lite.matmul(torch.randn(2, 0), torch.randn(0, 4))
     assert out.shape == (2, 4) and (out == 0).all()
+
+
+@pytest.mark.parametrize("view", ["strided", "expanded"])
+def test_conv_update_index_tensors_that_are_views(view):
+    """cache_seqlens / conv_state_indices passed as a strided slice, or cache_seqlens as an expanded
+    (stride-0) view: the kernels read them with unit stride, so the op copies them first (before, a
+    strided view gave wrong rows and an expanded one read past its single element)."""
+    batch, dim, width, pool = 4, 8, 4, 6
+    x = random_normal((batch, dim), torch.float32, CPU)
+    state = random_normal((pool, dim, width + 1), torch.float32, CPU)
+    weight = random_normal((dim, width), torch.float32, CPU)
+    if view == "strided":
+        indices = torch.tensor([5, 0, 3, 0, -1, 0, 2, 0], dtype=torch.int32)[::2]
+        seqlens = torch.tensor([7, 0, 1, 0, 2, 0, 9, 0], dtype=torch.int32)[::2]
+    else:
+        indices = torch.tensor([5, 3, -1, 2], dtype=torch.int32)
+        seqlens = torch.tensor([3], dtype=torch.int32).expand(batch)
+    ref_state = state.clone()
+    ref = causal_conv1d_update_ref(x, ref_state, weight, None, "silu", seqlens, indices)
+    out = aiter_lite.causal_conv1d_update(x, state, weight, None, "silu", seqlens, indices)
+    assert rel_error(out, ref) <= 1e-6
+    torch.testing.assert_close(state, ref_state, rtol=0, atol=0)

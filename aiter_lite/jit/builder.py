@@ -44,6 +44,9 @@ def build(spec: ModuleSpec, key: str, env: JitEnv, *, requested_at: float) -> Ma
     cache.ensure_root()
     with locks.hold(env.lock_dir, spec.name, spec.backend, key, what=f"building {spec.name}",
                     timeout=env.lock_timeout) as wait_start:
+        # Existence first: an artifact that appears after this line was published by a process
+        # with another lock dir (another node sharing the cache) and must not be discarded below.
+        existed = cache.artifact_dir.exists()
         m = cache.valid_manifest()
         # AITER_LITE_REBUILD: rebuild unless someone rebuilt it after we asked (once per key).
         if m is not None and (not env.rebuild or m.created >= requested_at):
@@ -51,7 +54,8 @@ def build(spec: ModuleSpec, key: str, env: JitEnv, *, requested_at: float) -> Ma
         failure = cache.recent_failure(since=wait_start)
         if failure is not None:  # the build we waited for failed: same error, no second attempt
             raise failure
-        cache.discard_artifact()  # truncated/corrupt, or a forced rebuild
+        if existed:
+            cache.discard_artifact()  # truncated/corrupt, or a forced rebuild
         if cache.remove_stale_build_dirs():
             logger.info("%s: removed build dirs left by killed builders", spec.name)
         return _build_locked(spec, cache, env)

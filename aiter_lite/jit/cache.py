@@ -5,11 +5,13 @@
                                                 loads in a process that already has the old one)
         build.ninja, build.log, manifest.json   manifest.json is written last
     <root>/<module>/failed-<backend>-<key>/     the last failed attempt: build.log, error.json
-    <root>/<module>/.tmp-<backend>-<key>-<host>-<pid>-<rand>/   a build in progress
+    <root>/<module>/.tmp-<backend>-<key>-<host>-<pid>-<rand>/   a build in progress; its builder
+                                                holds an flock on .builder.lock inside it
 """
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -24,6 +26,7 @@ from typing import Optional
 from ..errors import BuildError
 
 MANIFEST = "manifest.json"
+BUILDER_LOCK = ".builder.lock"  # held (flock) by the process building in a .tmp-* dir
 ERROR_RECORD = "error.json"
 _CACHE_HINT = "set AITER_LITE_CACHE_DIR to a writable directory"
 
@@ -67,6 +70,7 @@ class ModuleCache:
         self.artifact_dir = self.module_dir / f"{backend}-{key}"
         self.failed_dir = self.module_dir / f"failed-{backend}-{key}"
         self.library_name = f"{module}.{key}.so"
+        self._builder_fd: Optional[int] = None
 
     # -- reading (no lock needed) ------------------------------------------------------------
     def valid_manifest(self) -> Optional[Manifest]:
@@ -103,17 +107,42 @@ class ModuleCache:
             raise cache_error(self.module, self.root, e, "write") from e
 
     def new_build_dir(self) -> Path:
-        prefix = f".tmp-{self.backend}-{self.key}-{socket.gethostname()}-{os.getpid()}-"
+        """A private build dir whose builder lock this process holds until publish or failure.
+
+        It is made as .new-*, locked, then renamed to .tmp-*: a .tmp-* dir whose lock nobody holds
+        is always a dead builder's."""
+        tail = f"{self.backend}-{self.key}-{socket.gethostname()}-{os.getpid()}-"
+        fd = None
         try:
-            return Path(tempfile.mkdtemp(prefix=prefix, dir=self.module_dir))
+            staging = Path(tempfile.mkdtemp(prefix=".new-" + tail, dir=self.module_dir))
+            fd = os.open(staging / BUILDER_LOCK, os.O_CREAT | os.O_RDWR, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            build_dir = staging.with_name(".tmp-" + staging.name[len(".new-"):])
+            os.rename(staging, build_dir)
         except OSError as e:
+            if fd is not None:
+                os.close(fd)
             raise cache_error(self.module, self.root, e, "create a build dir") from e
+        self._builder_fd = fd
+        return build_dir
+
+    def _release_builder_lock(self) -> None:
+        if self._builder_fd is not None:
+            os.close(self._builder_fd)
+            self._builder_fd = None
 
     def remove_stale_build_dirs(self) -> int:
-        """Remove this host's leftover build dirs for this key (their builders died: we hold the lock)."""
-        prefix = f".tmp-{self.backend}-{self.key}-{socket.gethostname()}-"
+        """Remove this host's leftover build dirs for this key whose builders died.
+
+        Holding the (module, backend, key) lock is not enough to know a build dir is dead: processes
+        with other lock dirs (simulated nodes, containers with the host's name) may share the cache
+        dir. A live builder holds the flock on the dir's .builder.lock; the kernel drops it when the
+        builder dies, even on SIGKILL."""
         removed = 0
-        for d in self.module_dir.glob(prefix + "*"):
+        tail = f"{self.backend}-{self.key}-{socket.gethostname()}-"
+        for d in [*self.module_dir.glob(".tmp-" + tail + "*"), *self.module_dir.glob(".new-" + tail + "*")]:
+            if _builder_alive(d):
+                continue
             _remove_tree(d, self.module_dir)
             removed += 1
         return removed
@@ -135,14 +164,21 @@ class ModuleCache:
             os.rename(build_dir, self.artifact_dir)
         except OSError as e:
             if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                self._release_builder_lock()
                 raise cache_error(self.module, self.root, e, "publish the build") from e
             # Another node sharing this cache published first: keep theirs if it is sound.
             _remove_tree(build_dir, self.module_dir)
+            self._release_builder_lock()
             theirs = self.valid_manifest()
             if theirs is None:
                 raise BuildError(self.module, f"a concurrent build left an invalid artifact in {self.artifact_dir}",
                                  hints=("run `python -m aiter_lite clear " + self.module + "` and retry",))
             return theirs
+        try:  # no longer a build dir: the lock file has done its job
+            os.unlink(self.artifact_dir / BUILDER_LOCK)
+        except OSError:
+            pass
+        self._release_builder_lock()
         shutil.rmtree(self.failed_dir, ignore_errors=True)
         return m
 
@@ -150,13 +186,31 @@ class ModuleCache:
         """Keep the failed attempt's log as failed-<backend>-<key>/ and record its error for waiters."""
         _remove_tree(self.failed_dir, self.module_dir)
         shutil.rmtree(build_dir / "obj", ignore_errors=True)
-        os.rename(build_dir, self.failed_dir)
+        try:
+            os.rename(build_dir, self.failed_dir)
+        finally:
+            self._release_builder_lock()
         error = BuildError(error.module, error.message, first_error=error.first_error,
                            log_path=str(self.failed_dir / "build.log") if error.log_path else "",
                            hints=error.hints)
         record = {"time": time.time(), "pid": os.getpid(), "error": error.to_dict()}
         (self.failed_dir / ERROR_RECORD).write_text(json.dumps(record, indent=1))
         return error
+
+
+def _builder_alive(build_dir: Path) -> bool:
+    """True if a process holds the flock on build_dir's builder lock (a build in progress)."""
+    try:
+        fd = os.open(build_dir / BUILDER_LOCK, os.O_RDWR)
+    except OSError:
+        return False  # no lock file: a dir from before builder locks, or already removed
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:  # EWOULDBLOCK: held
+        return True
+    finally:
+        os.close(fd)
 
 
 def _remove_tree(path: Path, parent: Path) -> None:

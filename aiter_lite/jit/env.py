@@ -1,4 +1,4 @@
-"""Every environment variable and path the JIT reads, parsed in one place.
+"""Every environment variable and path the JIT (and the matmul autotuner) reads, parsed in one place.
 
 `read_env()` is called when a module is first needed (never at import), so tests and users can set
 variables at run time. Booleans are parsed strictly: "0" means off.
@@ -52,6 +52,8 @@ class JitEnv:
     rocm_home: Optional[str]  # ROCM_HOME / ROCM_PATH
     cxx: Optional[str]        # CXX
     extra_configs: tuple[Path, ...]  # AITER_LITE_JIT_CONFIG: extra registry files (os.pathsep)
+    autotune: bool = False   # AITER_LITE_AUTOTUNE: time the planner's top matmul configs on first use
+    autotune_top_k: Optional[int] = None  # AITER_LITE_AUTOTUNE_TOP_K: how many (None: the tuner's default)
 
 
 def _default_lock_dir() -> Path:
@@ -77,6 +79,8 @@ def read_env(environ: Mapping[str, str] = os.environ) -> JitEnv:
         rocm_home=get("ROCM_HOME") or get("ROCM_PATH") or None,
         cxx=get("CXX") or None,
         extra_configs=extra,
+        autotune=parse_bool("AITER_LITE_AUTOTUNE", get("AITER_LITE_AUTOTUNE")),
+        autotune_top_k=parse_positive("AITER_LITE_AUTOTUNE_TOP_K", get("AITER_LITE_AUTOTUNE_TOP_K"), int),
     )
 
 

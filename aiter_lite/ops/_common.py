@@ -53,7 +53,9 @@ def check_index_tensor(name: str, t, length: int, device: torch.device) -> Optio
         raise ValueError(f"{name} must have shape ({length},), got {tuple(t.shape)}")
     if t.device != device:
         raise ValueError(f"{name} is on {t.device} but x is on {device}; all tensors must be on the same device")
-    return t
+    # The kernels read it with unit stride: a strided or expanded view (e.g. idx[::2], or a stride-0
+    # broadcast that would read past its one element) is copied (length int32s).
+    return t if length <= 1 or t.stride(0) == 1 else t.contiguous()
 
 
 def _extent(t: torch.Tensor) -> tuple[int, int]:
