@@ -249,7 +249,8 @@ class _SwapOut:
 
 def canary(dev) -> int:
     """A planted out-of-bounds write in an aiter_lite kernel (memcheck must report it)."""
-    from aiter_lite.ops import causal_conv1d as conv_mod
+    import aiter_lite.ops  # noqa: F401, PLC0415
+    conv_mod = sys.modules["aiter_lite.ops.causal_conv1d"]  # the module: aiter_lite.ops.causal_conv1d is the function
 
     x = torch.randn(4, 256, 1024, device=dev)
     w = torch.randn(256, 4, device=dev)

@@ -25,7 +25,11 @@ NOT_REPORTS = ("ERROR SUMMARY", "COMPUTE-SANITIZER", "RACECHECK SUMMARY", "LEAK 
 
 
 def parse_log(text: str) -> dict:
+    # memcheck/initcheck/synccheck end with "ERROR SUMMARY: N errors"; racecheck with
+    # "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)": count its errors and warnings.
     summary = re.findall(r"ERROR SUMMARY: (\d+) error", text)
+    summary += [str(int(e) + int(w)) for e, w in
+                re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)", text)]
     reports, current = [], None
     for line in text.splitlines():
         if not line.startswith(PREFIX):
