@@ -221,6 +221,13 @@ def test_side_stream_op_does_not_wait_for_the_default_stream(op, device):
 # CUDA graphs
 
 
+def capture_stream(dev: torch.device) -> torch.cuda.Stream:
+    """A capture stream on dev. torch.cuda.graph's default capture stream is created once, on the device
+    current at its first use; capturing cuda:1 work on cuda:0's stream leaves every op on cuda:1
+    (torch's and ours) on cuda:1's own current stream, outside the graph."""
+    return torch.cuda.Stream(device=dev)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op,mode", case_params())
 def test_graph_capture_and_replay(op, mode, device):
@@ -234,7 +241,7 @@ def test_graph_capture_and_replay(op, mode, device):
                 case.run()
         torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
+        with torch.cuda.graph(g, stream=capture_stream(dev)):
             outs = case.run()
         for replay in range(4):
             fresh = case.fresh()
@@ -265,7 +272,7 @@ def test_graph_with_every_op_in_one_capture(device):
             aiter_lite.causal_conv1d_update(xs, state.clone(), ws, None, "silu")
         torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
+        with torch.cuda.graph(g, stream=capture_stream(dev)):
             y = aiter_lite.causal_conv1d(x, w, b, "silu")
             c = aiter_lite.matmul(y[0], proj)
             u = aiter_lite.causal_conv1d_update(xs, state, ws, None, "silu")
