@@ -69,6 +69,7 @@ QUICK_UPDATE = [(1, 4096), (64, 10240), (256, 10240)]
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="target shapes only, shorter timing")
+    p.add_argument("--host-only", action="store_true", help="only the host-overhead rows (no peers' build)")
     p.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/causal_conv1d_<gpu>.json)")
     p.add_argument("--peers", default=str(REPO / ".peers"), help="folder with peers.py and the peer packages")
     p.add_argument("--no-peers", action="store_true", help="skip dao and fla")
@@ -352,7 +353,7 @@ def main(argv=None) -> int:
     torch.cuda.synchronize()
     notes.append(f"aiter_lite module ready in {time.time() - t0:.0f} s")
 
-    dao, fla, peer_notes = load_peers(args.peers, args.no_peers)
+    dao, fla, peer_notes = load_peers(args.peers, args.no_peers or args.host_only)
     notes += peer_notes
 
     records = []
@@ -361,8 +362,9 @@ def main(argv=None) -> int:
                         us=2 * (1 << 30) / copy / 1e6, tbps=copy))
     with torch.inference_mode():
         try:
-            bench_forward(QUICK_FWD if args.quick else FWD_SHAPES, timer, dao, fla, notes, records, gen)
-            bench_update(QUICK_UPDATE if args.quick else UPDATE_SHAPES, timer, dao, notes, records, gen)
+            if not args.host_only:
+                bench_forward(QUICK_FWD if args.quick else FWD_SHAPES, timer, dao, fla, notes, records, gen)
+                bench_update(QUICK_UPDATE if args.quick else UPDATE_SHAPES, timer, dao, notes, records, gen)
             bench_host(dao, notes, records)
         except Exception:  # noqa: BLE001 - keep what was measured
             notes.append("aborted: " + traceback.format_exc(limit=3))
