@@ -105,6 +105,10 @@ def _cmd_env(env) -> int:
     print(f"lock dir          {env.lock_dir}   (AITER_LITE_LOCK_DIR)")
     print(f"lock timeout      {env.lock_timeout or 'none'}   (AITER_LITE_LOCK_TIMEOUT)")
     print(f"max jobs          {env.max_jobs or 'auto'}   (MAX_JOBS)")
+    from .tuning.autotune import DEFAULT_TOP_K
+
+    print(f"matmul autotune   {'on, top ' + str(env.autotune_top_k or DEFAULT_TOP_K) if env.autotune else 'off'}   "
+          f"(AITER_LITE_AUTOTUNE; tuned configs in {env.cache_dir / 'tuning'})")
     for name, comp in (("c++", toolchain.find_cxx(env)), ("nvcc", toolchain.find_nvcc(env)),
                        ("hipcc", toolchain.find_hipcc(env))):
         print(f"{name:<17} {f'{comp.path}: {comp.version}' if comp else 'not found'}")

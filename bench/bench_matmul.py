@@ -6,17 +6,33 @@ allow_tf32 off, aiter_lite allow_tf32=False: the SIMT kernel) and tf32 (both all
 tile config of the table on a few shapes, for the planner-vs-measurement comparison.
 
     python bench/bench_matmul.py [--quick] [--out bench/results/matmul_<gpu>.json]
+    python bench/bench_matmul.py --issue6 [--variants auto,wgmma,tensor_core] [--configs]
+    python bench/bench_matmul.py --issue6 --configs --sweep-path wgmma_16 --sweep-shapes issue6 \
+        --sweep-dtypes bf16,fp16 --sweep-rep-ms 30
+
+--variants times each listed kernel variant for fp16/bf16 (default: auto, which is the wgmma kernel
+on an H100 wherever the layout allows); fp32 and tf32 always run auto. --issue6 runs the Hopper
+matmul issue's shape set (fp16 and bf16 on eight shapes, tf32 at 4096^3), skips the per-config
+sweep unless --configs, and ends with the issue's targets: ratio to cuBLAS at 4096^3 and 8192^3,
+and the geomean over 2048^3, 3000^3, 4096x11008x4096, 8192x1024x8192, 128x8192x8192, 16x4096x4096.
+The per-config sweep takes every config of the table on CONFIG_SHAPES in its path's dtype; narrow
+it with --sweep-path (one path), --sweep-shapes issue6 (the issue's eight shapes), --sweep-dtypes
+(fp16/bf16 paths: which of the two) and --sweep-rep-ms (timing per config). With --issue6 and a
+sweep, a table of the fastest config per shape against the default's pick (and the geomean target
+if every shape had run its fastest config) comes before the targets.
 
 Writes {"device", "date", "torch", "records": [{"M", "N", "K", "dtype", "impl", "config", "us",
-"tflops"}]} (impl "cublas" or "aiter_lite"; config -1 is the default, "config_resolved" what it
-picked) and prints compact markdown tables last. About 4 minutes on an H100, the first call's JIT
-build included.
+"tflops"}]} (impl "cublas" or "aiter_lite"; config -1 is the default; aiter_lite records also carry
+"variant", and "kernel": the kernel and config the dispatch ran, e.g. "wgmma 13", with the config
+alone in "config_resolved") and prints compact markdown tables last. About 4 minutes on an H100,
+the first call's JIT build included.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
+import math
 import re
 import sys
 import warnings
@@ -33,7 +49,15 @@ QUICK_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (128, 8192, 8192)]
 CONFIG_SHAPES = [(4096, 4096, 4096), (2048, 2048, 2048), (8192, 1024, 8192), (128, 8192, 8192)]
 QUICK_CONFIG_SHAPES = [(4096, 4096, 4096)]
 MODES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "tf32": torch.float32}
-PATH_MODE = {"simt": "fp32", "tensor_core_16": "fp16", "tensor_core_tf32": "tf32"}
+PATH_MODE = {"simt": "fp32", "tensor_core_16": "fp16", "tensor_core_tf32": "tf32", "wgmma_16": "bf16"}
+PATH_VARIANT = {"simt": "tiled", "tensor_core_16": "tensor_core", "tensor_core_tf32": "tensor_core",
+                "wgmma_16": "wgmma"}
+# The Hopper matmul issue (6): targets against cuBLAS on an H100.
+ISSUE6_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000),
+                 (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096)]
+ISSUE6_AT_LEAST_1 = [(4096, 4096, 4096), (8192, 8192, 8192)]   # bf16, fp16 >= 1.00x
+ISSUE6_GEOMEAN = ISSUE6_SHAPES[2:]                               # geomean >= 0.95x
+ISSUE6_TF32 = [(4096, 4096, 4096)]                               # tf32 >= 0.9x
 
 
 def gpu_slug(name: str) -> str:
@@ -46,9 +70,11 @@ def set_torch_tf32(enabled: bool) -> None:
         torch.backends.cuda.matmul.allow_tf32 = enabled
 
 
-def bench_ms(fn, quick: bool) -> float:
+def bench_ms(fn, quick: bool, rep_ms: float = None) -> float:
     from triton.testing import do_bench
 
+    if rep_ms is not None:
+        return do_bench(fn, warmup=max(5.0, rep_ms / 4), rep=rep_ms, return_mode="median")
     return do_bench(fn, warmup=10 if quick else 25, rep=40 if quick else 100, return_mode="median")
 
 
@@ -61,13 +87,36 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer shapes and shorter timing")
     p.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/matmul_<gpu>.json)")
     p.add_argument("--no-configs", action="store_true", help="skip the per-config sweep")
+    p.add_argument("--configs", action="store_true", help="with --issue6: run the per-config sweep too")
+    p.add_argument("--issue6", action="store_true", help="the Hopper matmul issue's shapes and targets")
+    p.add_argument("--variants", default="auto",
+                   help="comma-separated aiter_lite variants timed for fp16/bf16 (default auto)")
+    p.add_argument("--dtypes", default=None, help="comma-separated subset of fp16,bf16,fp32,tf32")
+    p.add_argument("--sweep-path", default=None, help="per-config sweep: only this path's configs (e.g. wgmma_16)")
+    p.add_argument("--sweep-shapes", choices=("default", "issue6"), default="default",
+                   help="per-config sweep shapes: CONFIG_SHAPES, or the issue's eight")
+    p.add_argument("--sweep-dtypes", default=None,
+                   help="per-config sweep of the fp16/bf16 paths: comma-separated fp16,bf16 (default: bf16 for "
+                        "wgmma_16, fp16 for tensor_core_16)")
+    p.add_argument("--sweep-rep-ms", type=float, default=None, help="per-config sweep: do_bench rep (ms)")
     args = p.parse_args(argv)
 
     if not torch.cuda.is_available():
         print("bench_matmul: needs a CUDA GPU", file=sys.stderr)
         return 2
     import aiter_lite
-    from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS, default_config, path_for
+    from aiter_lite.ops.matmul import VARIANTS, matmul_plan
+    from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
+
+    variants = args.variants.split(",")
+    for v in variants:
+        if v not in VARIANTS:
+            p.error(f"unknown variant {v!r}; one of {sorted(VARIANTS)}")
+    modes = args.dtypes.split(",") if args.dtypes else list(MODES if not args.issue6 else ("fp16", "bf16", "tf32"))
+    for mode in modes:
+        if mode not in MODES:
+            p.error(f"unknown dtype {mode!r}; one of {list(MODES)}")
+    sm90 = torch.cuda.get_device_capability() == (9, 0)
 
     dev = torch.cuda.get_device_name()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -80,42 +129,78 @@ def main(argv=None) -> int:
         b = torch.randn(k, n, device="cuda", generator=gen, dtype=torch.float32).to(dtype)
         return a, b, torch.empty(m, n, device="cuda", dtype=dtype)
 
-    def record(m, n, k, mode, impl, config, ms, resolved=None):
+    def record(m, n, k, mode, impl, config, ms, variant=None, kernel=None):
         rec = {"M": m, "N": n, "K": k, "dtype": mode, "impl": impl, "config": config, "us": round(ms * 1e3, 2),
                "tflops": round(tflops(m, n, k, ms), 2)}
-        if resolved is not None:
-            rec["config_resolved"] = resolved
+        if variant is not None:
+            rec["variant"] = variant
+        if kernel is not None:
+            rec["kernel"] = kernel
+            rec["config_resolved"] = int(kernel.split()[1])
         records.append(rec)
-        print(f"  {m}x{n}x{k} {mode:4s} {impl:10s} cfg {config:2d}: {rec['us']:10.1f} us {rec['tflops']:7.1f} TFLOP/s",
-              flush=True)
+        what = impl if kernel is None else f"{variant}: {kernel}"
+        print(f"  {m}x{n}x{k} {mode:4s} {what:24s} cfg {config:2d}: {rec['us']:10.1f} us "
+              f"{rec['tflops']:7.1f} TFLOP/s", flush=True)
 
     print(f"device: {dev} ({sms} SMs), torch {torch.__version__}", flush=True)
-    shapes = QUICK_SHAPES if args.quick else SHAPES
-    for mode, dtype in MODES.items():
+    shapes = ISSUE6_SHAPES if args.issue6 else QUICK_SHAPES if args.quick else SHAPES
+    for mode in modes:
+        dtype = MODES[mode]
         tf32 = mode == "tf32"
         set_torch_tf32(tf32)
-        path = path_for("float32" if dtype == torch.float32 else "float16", allow_tf32=tf32)
-        for m, n, k in shapes:
+        mode_variants = variants if dtype != torch.float32 else ["auto"]
+        for m, n, k in (ISSUE6_TF32 if args.issue6 and tf32 else shapes):
             a, b, c = inputs(m, n, k, dtype)
+            torch.matmul(a, b, out=c)  # cuBLAS's first call (handle, heuristics) stays out of the timing
+            torch.cuda.synchronize()
             ms = bench_ms(lambda: torch.matmul(a, b, out=c), args.quick)
             record(m, n, k, mode, "cublas", -1, ms)
-            aiter_lite.matmul(a, b, c, allow_tf32=tf32)  # builds the module on the first call
-            ms = bench_ms(lambda: aiter_lite.matmul(a, b, c, allow_tf32=tf32), args.quick)
-            record(m, n, k, mode, "aiter_lite", -1, ms, default_config(path, m, n, 1, sms))
+            for variant in mode_variants:
+                if variant == "wgmma" and not sm90:
+                    print(f"  {m}x{n}x{k} {mode:4s} wgmma: skipped (needs a compute capability 9.0 GPU)")
+                    continue
+                kernel = matmul_plan(a, b, c, allow_tf32=tf32, variant=variant)
+                aiter_lite.matmul(a, b, c, allow_tf32=tf32, variant=variant)  # builds the module on the first call
+                ms = bench_ms(lambda: aiter_lite.matmul(a, b, c, allow_tf32=tf32, variant=variant), args.quick)
+                record(m, n, k, mode, "aiter_lite", -1, ms, variant, kernel)
             del a, b, c
     set_torch_tf32(False)
 
-    if not args.no_configs:
+    if not args.no_configs and (args.configs or not args.issue6):
         print("per-config sweep", flush=True)
-        for m, n, k in QUICK_CONFIG_SHAPES if args.quick else CONFIG_SHAPES:
-            for cfg in MATMUL_CONFIGS:
-                mode = PATH_MODE[cfg.path]
+        if args.sweep_path is not None and args.sweep_path not in PATH_MODE:
+            p.error(f"unknown --sweep-path {args.sweep_path!r}; one of {sorted(PATH_MODE)}")
+        sweep_dtypes = args.sweep_dtypes.split(",") if args.sweep_dtypes else None
+        for mode in sweep_dtypes or ():
+            if mode not in ("fp16", "bf16"):
+                p.error(f"--sweep-dtypes takes fp16,bf16, got {mode!r}")
+        if args.sweep_shapes == "issue6":
+            sweep_shapes = ISSUE6_SHAPES
+        else:
+            sweep_shapes = QUICK_CONFIG_SHAPES if args.quick else CONFIG_SHAPES
+        cfgs = [c for c in MATMUL_CONFIGS if args.sweep_path in (None, c.path)
+                and not (PATH_VARIANT[c.path] == "wgmma" and not sm90)]
+        for m, n, k in sweep_shapes:
+            # (mode, config) pairs; the inputs of a mode are made once per shape.
+            jobs = {}
+            for cfg in cfgs:
+                cfg_modes = [PATH_MODE[cfg.path]]
+                if sweep_dtypes and cfg.path in ("wgmma_16", "tensor_core_16"):
+                    cfg_modes = sweep_dtypes
+                for mode in cfg_modes:
+                    jobs.setdefault(mode, []).append(cfg)
+            for mode, mode_cfgs in jobs.items():
                 tf32 = mode == "tf32"
-                variant = "tiled" if cfg.path == "simt" else "tensor_core"
                 a, b, c = inputs(m, n, k, MODES[mode])
-                ms = bench_ms(lambda: aiter_lite.matmul(a, b, c, allow_tf32=tf32, variant=variant, config=cfg.index),
-                              args.quick)
-                record(m, n, k, mode, "aiter_lite", cfg.index, ms)
+                for cfg in mode_cfgs:
+                    variant = PATH_VARIANT[cfg.path]
+                    kernel = matmul_plan(a, b, c, allow_tf32=tf32, variant=variant, config=cfg.index)
+                    # One call first: the kernel's lazy load must not end up in do_bench's estimate.
+                    aiter_lite.matmul(a, b, c, allow_tf32=tf32, variant=variant, config=cfg.index)
+                    torch.cuda.synchronize()
+                    ms = bench_ms(lambda: aiter_lite.matmul(a, b, c, allow_tf32=tf32, variant=variant,
+                                                            config=cfg.index), args.quick, args.sweep_rep_ms)
+                    record(m, n, k, mode, "aiter_lite", cfg.index, ms, variant, kernel)
                 del a, b, c
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,6 +210,11 @@ def main(argv=None) -> int:
 
     print(f"\nwrote {out_path}\n")
     print(markdown_tables(records))
+    if args.issue6:
+        best = best_config_summary(records)
+        if best:
+            print("\n" + best)
+        print("\n" + issue6_summary(records))
     return 0
 
 
@@ -136,26 +226,94 @@ def dump_json(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _peer(records, r):
+    return next(x for x in records if x["impl"] == "cublas" and x["config"] == -1 and x["dtype"] == r["dtype"]
+                and (x["M"], x["N"], x["K"]) == (r["M"], r["N"], r["K"]))
+
+
 def markdown_tables(records) -> str:
-    lines = ["| M×N×K | dtype | cuBLAS TFLOP/s | aiter_lite TFLOP/s (cfg) | ratio |", "| --- | --- | --- | --- | --- |"]
+    lines = ["| M×N×K | dtype | variant | cuBLAS TFLOP/s | aiter_lite TFLOP/s (kernel cfg) | ratio |",
+             "| --- | --- | --- | --- | --- | --- |"]
     defaults = [r for r in records if r["config"] == -1]
     for r in defaults:
         if r["impl"] != "aiter_lite":
             continue
-        peer = next(x for x in defaults if x["impl"] == "cublas" and x["dtype"] == r["dtype"]
-                    and (x["M"], x["N"], x["K"]) == (r["M"], r["N"], r["K"]))
-        lines.append(f"| {r['M']}×{r['N']}×{r['K']} | {r['dtype']} | {peer['tflops']:.1f} | "
-                     f"{r['tflops']:.1f} ({r.get('config_resolved', -1)}) | {r['tflops'] / peer['tflops']:.2f} |")
+        peer = _peer(records, r)
+        lines.append(f"| {r['M']}×{r['N']}×{r['K']} | {r['dtype']} | {r.get('variant', 'auto')} | {peer['tflops']:.1f} | "
+                     f"{r['tflops']:.1f} ({r.get('kernel', r.get('config_resolved', -1))}) | "
+                     f"{r['tflops'] / peer['tflops']:.2f} |")
     sweep = [r for r in records if r["config"] >= 0]
     if sweep:
         shapes = sorted({(r["M"], r["N"], r["K"]) for r in sweep}, key=lambda s: -s[0] * s[1] * s[2])
         lines += ["", "| config | dtype | " + " | ".join("×".join(map(str, s)) for s in shapes) + " |",
                   "| --- | --- |" + " --- |" * len(shapes)]
-        for idx in sorted({r["config"] for r in sweep}):
-            row = {(r["M"], r["N"], r["K"]): r for r in sweep if r["config"] == idx}
-            dtype = next(iter(row.values()))["dtype"]
+        for idx, dtype in sorted({(r["config"], r["dtype"]) for r in sweep}):
+            row = {(r["M"], r["N"], r["K"]): r for r in sweep if r["config"] == idx and r["dtype"] == dtype}
             cells = [f"{row[s]['tflops']:.1f}" if s in row else "-" for s in shapes]
             lines.append(f"| {idx} | {dtype} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def best_config_summary(records) -> str:
+    """Per (dtype, shape) of the sweep: the fastest config, the default's pick (variant auto) and its
+    TFLOP/s, both as ratios to cuBLAS; then per dtype the issue's geomean if every shape had run its
+    fastest config ("oracle") next to the default's. Empty without a sweep on the issue's shapes."""
+    sweep = [r for r in records if r["impl"] == "aiter_lite" and r["config"] >= 0]
+    auto = {(r["dtype"], (r["M"], r["N"], r["K"])): r for r in records
+            if r["impl"] == "aiter_lite" and r["config"] == -1 and r.get("variant", "auto") == "auto"}
+    keys = sorted({(r["dtype"], (r["M"], r["N"], r["K"])) for r in sweep if (r["M"], r["N"], r["K"]) in ISSUE6_SHAPES},
+                  key=lambda x: (x[0], ISSUE6_SHAPES.index(x[1])))
+    if not keys:
+        return ""
+    lines = ["| dtype | M×N×K | cuBLAS | fastest config (TFLOP/s, ratio) | default (cfg: TFLOP/s, ratio) |",
+             "| --- | --- | --- | --- | --- |"]
+    oracle, chosen = {}, {}
+    for dtype, shape in keys:
+        rows = [r for r in sweep if r["dtype"] == dtype and (r["M"], r["N"], r["K"]) == shape]
+        top = max(rows, key=lambda r: r["tflops"])
+        try:
+            peer = _peer(records, top)["tflops"]
+        except StopIteration:
+            continue
+        d = auto.get((dtype, shape))
+        d_cell = "-" if d is None else f"{d.get('config_resolved', -1)}: {d['tflops']:.1f}, {d['tflops'] / peer:.3f}"
+        lines.append(f"| {dtype} | {'×'.join(map(str, shape))} | {peer:.1f} | {top['config']} ({top['tflops']:.1f}, "
+                     f"{top['tflops'] / peer:.3f}) | {d_cell} |")
+        if shape in ISSUE6_GEOMEAN:
+            oracle.setdefault(dtype, []).append(top["tflops"] / peer)
+            if d is not None:
+                chosen.setdefault(dtype, []).append(d["tflops"] / peer)
+    for dtype in sorted(oracle):
+        def geo(xs):
+            return math.exp(sum(math.log(x) for x in xs) / len(xs)) if len(xs) == len(ISSUE6_GEOMEAN) else None
+        o, c = geo(oracle[dtype]), geo(chosen.get(dtype, []))
+        lines.append(f"| {dtype} | geomean of 6 | | oracle {'-' if o is None else f'{o:.3f}'} | "
+                     f"default {'-' if c is None else f'{c:.3f}'} |")
+    return "\n".join(lines)
+
+
+def issue6_summary(records) -> str:
+    """The issue's targets, per dtype and variant: ratio to cuBLAS (aiter_lite TFLOP/s / cuBLAS TFLOP/s)."""
+    ratios = {}
+    for r in records:
+        if r["impl"] == "aiter_lite" and r["config"] == -1:
+            ratios[(r["dtype"], r.get("variant", "auto"), (r["M"], r["N"], r["K"]))] = r["tflops"] / _peer(records, r)["tflops"]
+    lines = ["| dtype | variant | target | measured | met |", "| --- | --- | --- | --- | --- |"]
+
+    def row(dtype, variant, target, value, bound):
+        ok = "yes" if value is not None and value >= bound else "no" if value is not None else "-"
+        lines.append(f"| {dtype} | {variant} | {target} | {'-' if value is None else f'{value:.3f}'} | {ok} |")
+
+    for dtype, variant in sorted({(d, v) for d, v, _ in ratios}):
+        if dtype == "tf32":
+            for s in ISSUE6_TF32:
+                row(dtype, variant, f"{'x'.join(map(str, s))} >= 0.90", ratios.get((dtype, variant, s)), 0.90)
+            continue
+        for s in ISSUE6_AT_LEAST_1:
+            row(dtype, variant, f"{'x'.join(map(str, s))} >= 1.00", ratios.get((dtype, variant, s)), 1.00)
+        got = [ratios.get((dtype, variant, s)) for s in ISSUE6_GEOMEAN]
+        geo = math.exp(sum(math.log(x) for x in got) / len(got)) if all(x is not None for x in got) else None
+        row(dtype, variant, "geomean of 6 shapes >= 0.95", geo, 0.95)
     return "\n".join(lines)
 
 

@@ -182,6 +182,9 @@ def _modes_for(cfg) -> list[tuple[str, str]]:
         return [("fp32", "tiled"), ("fp16", "tiled"), ("bf16", "tiled")]
     if cfg.path == "tensor_core_16":
         return [("fp16", "tensor_core"), ("bf16", "tensor_core")]
+    if cfg.path == "wgmma_16":  # Hopper only; tests/test_gpu_matmul_wgmma.py covers it in depth
+        sm90 = torch.cuda.get_device_capability() == (9, 0)
+        return [("fp16", "wgmma"), ("bf16", "wgmma")] if sm90 else []
     return [("tf32", "tensor_core")]
 
 

@@ -7,14 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from aiter_lite.tuning.matmul_configs import (DEFAULT_CONFIG, MATMUL_CONFIGS, PATHS, SIMT_SMEM_PAD, configs_for,
+from aiter_lite.tuning.matmul_configs import (DEFAULT_CONFIG, MATMUL_CONFIGS, PATHS, SIMT_SMEM_PAD,
+                                              WGMMA_EPILOGUE_BYTES_PER_WARP, WGMMA_SMEM_EXTRA, configs_for,
                                               default_config, path_for)
 
 HEADER = Path(__file__).resolve().parent.parent / "csrc" / "include" / "matmul_configs.h"
-CPP_PATHS = {"kSimt": "simt", "kTensorCore16": "tensor_core_16", "kTensorCoreTf32": "tensor_core_tf32"}
+CPP_PATHS = {"kSimt": "simt", "kTensorCore16": "tensor_core_16", "kTensorCoreTf32": "tensor_core_tf32",
+             "kWgmma16": "wgmma_16"}
 
+# {path, bm, bn, bk, warps_m, warps_n, stages[, cluster_m[, split_k[, epilogue_overlap]]]}: the
+# optional fields default to 1, 1 and 0.
 ENTRY = re.compile(r"/\*\s*(\d+)\s*\*/\s*\{\s*MatmulPath::(\w+)\s*,"
-                   r"\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\}\s*,")
+                   r"\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*"
+                   r"(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\}\s*,")
 DEFAULT = re.compile(r"/\*\s*(\w+)\s*\*/\s*(-?\d+)\s*,")
 
 
@@ -44,6 +49,9 @@ def header_configs(header_text):
         assert m, f"table line not in the one-entry-per-line form: {line!r}"
         idx, path, *nums = m.groups()
         assert path in CPP_PATHS, f"unknown MatmulPath {path} in {line!r}"
+        nums[-3] = nums[-3] or "1"  # cluster_m's default
+        nums[-2] = nums[-2] or "1"  # split_k's default
+        nums[-1] = nums[-1] or "0"  # epilogue_overlap's default
         entries.append((int(idx), CPP_PATHS[path], *map(int, nums)))
     return entries
 
@@ -71,6 +79,13 @@ def test_smem_pad_matches(header_text):
     assert m and int(m.group(1)) == SIMT_SMEM_PAD
 
 
+def test_wgmma_smem_constants_match(header_text):
+    m = re.search(r"kMatmulWgmmaEpilogueBytesPerWarp\s*=\s*(\d+)\s*;", header_text)
+    assert m and int(m.group(1)) == WGMMA_EPILOGUE_BYTES_PER_WARP
+    m = re.search(r"kMatmulWgmmaSmemExtra\s*=\s*(\d+)\s*;", header_text)
+    assert m and int(m.group(1)) == WGMMA_SMEM_EXTRA
+
+
 def test_path_enum_order(header_text):
     m = re.search(r"enum class MatmulPath\s*:\s*int32_t\s*\{([^}]*)\}", header_text)
     names = [part.split("=")[0].strip() for part in m.group(1).split(",") if part.strip()]
@@ -91,7 +106,8 @@ def test_simt_constraints(cfg):
     assert cfg.smem_bytes(4) <= 99 * 1024  # every sm_80+ GPU (more than 48 KB needs the opt-in attribute)
 
 
-@pytest.mark.parametrize("cfg", [c for c in MATMUL_CONFIGS if c.path != "simt"], ids=lambda c: f"cfg{c.index}")
+@pytest.mark.parametrize("cfg", [c for c in MATMUL_CONFIGS if c.path.startswith("tensor_core")],
+                         ids=lambda c: f"cfg{c.index}")
 def test_tensor_core_constraints(cfg):
     tf32 = cfg.path == "tensor_core_tf32"
     elem = 4 if tf32 else 2
@@ -108,6 +124,38 @@ def test_tensor_core_constraints(cfg):
     assert cfg.smem_bytes(elem) <= 163 * 1024
 
 
+@pytest.mark.parametrize("cfg", configs_for("wgmma_16"), ids=lambda c: f"cfg{c.index}")
+def test_wgmma_constraints(cfg):
+    """The static_asserts of WgmmaMatmulTraits (csrc/kernels/matmul_wgmma.cuh)."""
+    consumers = cfg.warps_m // 4
+    assert cfg.warps_n == 1 and cfg.warps_m % 4 == 0 and consumers in (1, 2)
+    assert cfg.bk == 64, "one 128-byte swizzle row of 16-bit elements"
+    assert cfg.bm % consumers == 0 and (cfg.bm // consumers) in (64, 128)
+    assert cfg.bn in (64, 128, 192, 256) and cfg.bm <= 256
+    assert cfg.cluster_m in (1, 2) and (cfg.bn // 64) % cfg.cluster_m == 0
+    assert cfg.split_k in (1, 2, 4) and (cfg.cluster_m == 1 or cfg.split_k == 1), "a cluster splits M or K"
+    assert 0 <= cfg.epilogue_overlap <= cfg.bn // 64
+    if cfg.epilogue_overlap:  # wgmma_consumer_overlap: persistent, one m64 block per consumer
+        assert cfg.split_k == 1 and cfg.bm // consumers == 64
+    assert 2 <= cfg.stages and 2 * cfg.stages * 8 <= 1024
+    assert cfg.threads == 32 * cfg.warps_m + 128
+    assert cfg.smem_bytes(2) <= 227 * 1024  # the H100's opt-in limit per block
+
+
+def test_other_paths_have_cluster_1():
+    assert all(c.cluster_m == 1 and c.split_k == 1 and c.epilogue_overlap == 0
+               for c in MATMUL_CONFIGS if c.path != "wgmma_16")
+
+
+def test_wgmma_split_k_smem():
+    """Split-K configs carry a BM x BN fp32 partial tile on top of the kernel's other shared memory;
+    configs that defer d > 1 pieces of their stores have d epilogue slots per warp."""
+    for c in configs_for("wgmma_16"):
+        slots = max(1, c.epilogue_overlap)
+        base = c.stages * c.bk * (c.bm + c.bn) * 2 + c.warps * WGMMA_EPILOGUE_BYTES_PER_WARP * slots + WGMMA_SMEM_EXTRA
+        assert c.smem_bytes(2) == base + (c.bm * c.bn * 4 if c.split_k > 1 else 0)
+
+
 def test_every_path_has_configs():
     for path in PATHS:
         assert configs_for(path)
@@ -122,6 +170,11 @@ def test_path_for():
         path_for("float32", variant="tensor_core")
     with pytest.raises(ValueError):
         path_for("float32", variant="naive")
+    assert path_for("float16", variant="wgmma") == path_for("bfloat16", sm90=True) == "wgmma_16"
+    assert path_for("float16", variant="tensor_core", sm90=True) == "tensor_core_16"
+    assert path_for("float32", allow_tf32=True, sm90=True) == "tensor_core_tf32"
+    with pytest.raises(ValueError):
+        path_for("float32", variant="wgmma")
 
 
 def test_default_config_respects_shared_memory():
@@ -141,3 +194,34 @@ def test_default_config_small_grids_take_the_smallest_tile():
     c = MATMUL_CONFIGS[small]
     assert c.bm * c.bn == min(x.bm * x.bn for x in configs_for("tensor_core_16"))
     assert default_config("simt", 16, 4096, batch=64) == DEFAULT_CONFIG["simt"]
+
+
+def test_wgmma_default_config_by_waves():
+    """config=-1 on the wgmma path (wgmma_choose_config in matmul.cu), on the Hopper issue's shapes,
+    with the rates measured by the per-config sweep on an H100: the 128x256 tile with deferred stores
+    for large problems, 128x192 where 128x256 leaves a poor last wave (3000^3: 288 tiles = 2.2 waves,
+    384 of 128x192 = 2.9), 128x64 for 128-row M (128 tiles on 132 SMs), split-K for 16-row M."""
+    for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (8192, 1024, 8192),
+                    (4096, 11008, 4096)):
+        c = MATMUL_CONFIGS[default_config("wgmma_16", m, n, k=k)]
+        assert (c.bm, c.bn, c.cluster_m, c.split_k, c.epilogue_overlap) == (128, 256, 1, 1, 2), (m, n, k)
+    c = MATMUL_CONFIGS[default_config("wgmma_16", 3000, 3000, k=3000)]
+    assert (c.bm, c.bn, c.split_k) == (128, 192, 1)
+    c = MATMUL_CONFIGS[default_config("wgmma_16", 16, 4096, k=4096)]
+    assert (c.bm, c.bn, c.split_k) == (64, 64, 2)
+    c = MATMUL_CONFIGS[default_config("wgmma_16", 128, 8192, k=8192)]
+    assert (c.bm, c.bn, c.split_k) == (128, 64, 1)
+    # Split-K only pays with enough k-tiles per CTA: a short K keeps the whole K in one CTA.
+    assert MATMUL_CONFIGS[default_config("wgmma_16", 16, 4096, k=64)].split_k == 1
+    with pytest.raises(ValueError):  # every wgmma config needs more than an sm_80 block's 163 KB
+        default_config("wgmma_16", 4096, 4096, max_smem_per_block=163 * 1024)
+
+
+def test_wgmma_wrappers_are_generated():
+    """csrc/include/wgmma.cuh's wgmma.mma_async wrappers are what tools/gen_wgmma.py writes."""
+    import subprocess
+    import sys
+
+    tool = HEADER.parent.parent.parent / "tools" / "gen_wgmma.py"
+    assert subprocess.run([sys.executable, str(tool), "--check"]).returncode == 0, \
+        "run python3 tools/gen_wgmma.py to regenerate csrc/include/wgmma.cuh"

@@ -9,8 +9,10 @@ import pytest
 
 from aiter_lite.tuning import planner as pl
 from aiter_lite.tuning.hardware import A100_SXM, H100_SXM, get_device
-from aiter_lite.tuning.planner import (TileConfig, choose_config, estimate_registers, evaluate, format_plan,
-                                       occupancy, plan, rank_table_configs, s_min, smem_bytes, tile_intensity,
+from aiter_lite.tuning import matmul_configs as mc
+from aiter_lite.tuning.matmul_configs import MatmulTileConfig
+from aiter_lite.tuning.planner import (choose_config, estimate_registers, evaluate, format_plan, occupancy, plan,
+                                       rank_table_configs, s_min, smem_bytes, table_order, tile_intensity,
                                        wave_efficiency)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -18,7 +20,11 @@ TC = "tensor_core_16"
 
 
 def tc(bm, bn, bk, wm, wn, stages, path=TC):
-    return TileConfig(path, bm, bn, bk, wm, wn, stages)
+    return MatmulTileConfig.candidate(path, bm, bn, bk, wm, wn, stages)
+
+
+def simt(bm, bn, bk, wm, wn, stages=2):
+    return MatmulTileConfig.candidate("simt", bm, bn, bk, wm, wn, stages)
 
 
 # ---- arithmetic ---------------------------------------------------------------------------------
@@ -30,16 +36,23 @@ def test_smem_bytes_hand_computed():
     # 3 * 32 * (128 + 256) * 2
     assert smem_bytes(tc(128, 256, 32, 2, 4, 3), 2) == 73728
     # SIMT: padding of 4 floats per BK-row of each tile: 2 * 8 * (132 + 132) * 4
-    assert smem_bytes(TileConfig("simt", 128, 128, 8, 4, 2, 2), 4, pad=4) == 16896
+    assert smem_bytes(simt(128, 128, 8, 4, 2), 4, pad=4) == 16896
+
+
+PLANNER_DTYPE = {"simt": "fp32", TC: "bf16", "tensor_core_tf32": "tf32", "wgmma_16": "bf16"}
 
 
 def test_smem_bytes_agree_with_the_kernel_table():
-    mc = pytest.importorskip("aiter_lite.tuning.matmul_configs")
     for c in mc.MATMUL_CONFIGS:
-        dtype = "bf16" if c.path == TC else "fp32"
-        est = evaluate(TileConfig(c.path, c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages), 1024, 1024, 1024,
-                       "tf32" if c.path == "tensor_core_tf32" else dtype)
+        if c.path not in PLANNER_DTYPE:
+            continue  # a path the planner does not model
+        dtype = PLANNER_DTYPE[c.path]
+        est = evaluate(c, 1024, 1024, 1024, dtype)
         assert est.smem_bytes == c.smem_bytes(2 if dtype == "bf16" else 4), c
+        # the planner's candidates are the same type: a candidate of the same tile is modelled alike
+        cand = c._replace(index=None)
+        assert cand.index is None and cand[1:] == c[1:]
+        assert evaluate(cand, 1024, 1024, 1024, dtype).smem_bytes == est.smem_bytes
 
 
 def test_registers_hand_computed():
@@ -48,7 +61,7 @@ def test_registers_hand_computed():
     # 32x64 warp tile: 64 + 2 x (2 x 4 + 8 x 2) + 32 = 144
     assert estimate_registers(tc(64, 128, 32, 2, 2, 4), "bf16") == 144
     # SIMT 8x8 thread tile, 256 threads: 64 + 8 + 8 + (256 x 8 / 256 staging) + 32 = 120
-    assert estimate_registers(TileConfig("simt", 128, 128, 8, 4, 2, 2), "fp32") == 120
+    assert estimate_registers(simt(128, 128, 8, 4, 2), "fp32") == 120
     # 128 x 256 on 4 warps: 256 accumulators alone are over the limit
     assert estimate_registers(tc(128, 256, 32, 2, 2, 3), "bf16") > 255
 
@@ -177,7 +190,6 @@ def test_skinny_m_does_not_pick_256_rows():
     p = plan(16, 4096, 4096, "bf16", "h100")
     assert p.best is not None and p.best.config.bm != 256
     assert all(e.config.bm != 256 for e in p.ranked)
-    mc = pytest.importorskip("aiter_lite.tuning.matmul_configs")
     assert mc.MATMUL_CONFIGS[choose_config(16, 4096, 4096, "bf16", "h100")].bm != 256
 
 
@@ -196,7 +208,6 @@ def test_a100_model_plans_too():
 
 
 def test_table_configs_and_choose_config():
-    mc = pytest.importorskip("aiter_lite.tuning.matmul_configs")
     ranked = rank_table_configs(4096, 4096, 4096, "bf16", "h100")
     assert sorted(e.config.index for e in ranked) == [c.index for c in mc.configs_for(TC)]
     assert sorted(e.config.index for e in rank_table_configs(64, 64, 64, "fp32")) == \
@@ -215,12 +226,25 @@ def test_table_configs_and_choose_config():
     assert pl.bucket(1) == 1 and pl.bucket(2049) == 4096 and pl.bucket(4096) == 4096
 
 
-def test_choose_config_without_a_table(monkeypatch):
-    monkeypatch.setattr(pl, "_table_module", lambda: None)
+def test_table_order_is_what_choose_config_takes():
+    for dtype in ("bf16", "tf32", "fp32"):
+        for shape in ((4096, 4096, 4096), (128, 8192, 8192), (16, 4096, 4096)):
+            order = table_order(rank_table_configs(*shape, dtype, "h100"))
+            assert order and all(not e.hard for e in order)
+            times = [float(f"{e.predicted_s:.4g}") for e in order]
+            assert times == sorted(times)
+            assert order[0].config.index == choose_config(*shape, dtype, "h100")
+
+
+def test_configs_of_paths_the_planner_does_not_model_are_ignored(monkeypatch):
+    # another kernel family appended to the table (e.g. a Hopper path): ranked nowhere, no error
+    extra = MatmulTileConfig(len(mc.MATMUL_CONFIGS), "future_path", 128, 256, 64, 2, 4, 4)
+    monkeypatch.setattr(pl, "MATMUL_CONFIGS", mc.MATMUL_CONFIGS + (extra,))
     pl._choose_cached.cache_clear()
     try:
-        assert rank_table_configs(4096, 4096, 4096, "bf16") == []
-        assert choose_config(4096, 4096, 4096, "bf16") == -1
+        assert extra.index not in [e.config.index for e in rank_table_configs(4096, 4096, 4096, "bf16")]
+        assert mc.MATMUL_CONFIGS[choose_config(4096, 4096, 4096, "bf16")].path == TC
+        assert "future_path" not in format_plan(4096, 4096, 4096, "bf16")
     finally:
         pl._choose_cached.cache_clear()
 

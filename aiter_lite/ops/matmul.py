@@ -12,13 +12,16 @@ from typing import Optional
 import torch
 
 from ..jit import get_module
+from ..tuning import autotune as _autotune
 from ._common import (DTYPE_CODES, backend_of, check_no_alias, check_same_device, check_tensor, on_device,
                       stream_of, use_direct_call)
 
 MODULE = "module_matmul"
-VARIANTS = {"auto": 0, "naive": 1, "tiled": 2, "tensor_core": 3}
+VARIANTS = {"auto": 0, "naive": 1, "tiled": 2, "tensor_core": 3, "wgmma": 4}
+# Variants whose config=-1 calls the autotuner may decide (AITER_LITE_AUTOTUNE=1), by code.
+_TUNABLE = {VARIANTS[v]: v for v in ("auto", "tiled", "tensor_core", "wgmma") if v in VARIANTS}
 
-__all__ = ["matmul", "matmul_ref", "VARIANTS"]
+__all__ = ["matmul", "matmul_ref", "matmul_plan", "VARIANTS"]
 
 
 @torch.compiler.assume_constant_result  # a global setting: a constant for dynamo, not traced
@@ -91,9 +94,16 @@ def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
     o3 = out.unsqueeze(0) if out.dim() == 2 else out
     mod = get_module(MODULE, backend_of(a))
     with on_device(a):
-        mod.matmul(a3.data_ptr(), b3.data_ptr(), o3.data_ptr(), batch, a3.shape[1], b3.shape[2], a3.shape[2],
-                   *a3.stride(), *b3.stride(), *o3.stride(), DTYPE_CODES[a.dtype], allow_tf32, variant, config,
-                   stream_of(a))
+        if config == -1 and variant in _TUNABLE and a.is_cuda and _autotune.enabled():
+            config = _autotune.select_config(a3, b3, o3, allow_tf32, _TUNABLE[variant],
+                                             lambda x, y, z, c: _run(mod, x, y, z, allow_tf32, variant, c))
+        _run(mod, a3, b3, o3, allow_tf32, variant, config)
+
+
+def _run(mod, a3, b3, o3, allow_tf32: bool, variant: int, config: int) -> None:
+    mod.matmul(a3.data_ptr(), b3.data_ptr(), o3.data_ptr(), o3.shape[0], a3.shape[1], b3.shape[2], a3.shape[2],
+               *a3.stride(), *b3.stride(), *o3.stride(), DTYPE_CODES[a3.dtype], allow_tf32, variant, config,
+               stream_of(a3))
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None, *,
@@ -101,7 +111,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
     """out = a @ b with fp32 accumulation; fp16/bf16/fp32; any M, N, K >= 0.
 
     allow_tf32: None follows torch.backends.cuda.matmul (fp32_precision / allow_tf32); ignored on the CPU.
-    variant/config select a kernel and tile config (op_tests and the autotuner use them).
+    variant/config select a kernel and tile config (op_tests and the autotuner use them). With
+    AITER_LITE_AUTOTUNE=1, config=-1 on a GPU takes the tuned config of the call's shape bucket
+    (aiter_lite.tuning.autotune; docs/matmul.md).
     """
     shape = _check(a, b, out, allow_tf32, variant, config)
     tf32 = a.dtype == torch.float32 and a.is_cuda and (
@@ -115,6 +127,32 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
         return torch.ops.aiter_lite.matmul(a, b, tf32, VARIANTS[variant], config)
     torch.ops.aiter_lite.matmul_out(a, b, out, tf32, VARIANTS[variant], config)
     return out
+
+
+def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None, *,
+                allow_tf32: Optional[bool] = None, variant: str = "auto", config: int = -1) -> str:
+    """The kernel and tile config that matmul(a, b, out, ...) would run, as "<kernel> <config>":
+    kernel naive | simt | tensor_core | wgmma on the GPU (config a MATMUL_CONFIGS index), "cpu -1" on
+    the CPU, "none -1" when there is nothing to compute. Checks the arguments like matmul and runs
+    nothing (config=-1 is the kernel's own choice; the autotuner is not consulted). For tests and
+    benchmarks: variant="wgmma" falls back to tensor_core on layouts TMA cannot describe."""
+    shape = _check(a, b, out, allow_tf32, variant, config)
+    tf32 = a.dtype == torch.float32 and a.is_cuda and (
+        _tf32_allowed_globally() if allow_tf32 is None else allow_tf32)
+    if out is None:
+        out = torch.empty(shape, dtype=a.dtype, device=a.device)
+    if out.numel() == 0 or a.shape[-1] == 0:
+        return "none -1"
+    a = a.contiguous() if _needs_copy(a) else a
+    b = b.contiguous() if _needs_copy(b) else b
+    batch = out.shape[0] if out.dim() == 3 else 1
+    a3, b3 = _as_3d(a, batch), _as_3d(b, batch)
+    o3 = out.unsqueeze(0) if out.dim() == 2 else out
+    mod = get_module(MODULE, backend_of(a))
+    with on_device(a):
+        return mod.plan(a3.data_ptr(), b3.data_ptr(), o3.data_ptr(), o3.shape[0], a3.shape[1], b3.shape[2],
+                        a3.shape[2], *a3.stride(), *b3.stride(), *o3.stride(), DTYPE_CODES[a3.dtype], tf32,
+                        VARIANTS[variant], config)
 
 
 def matmul_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

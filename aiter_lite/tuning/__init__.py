@@ -1,2 +1,3 @@
-"""Tuning helpers: device models (hardware), the matmul tile planner (planner) and the kernels'
-tile-config table (matmul_configs). Pure Python; nothing here imports torch at import time."""
+"""Tuning helpers: device models (hardware), the matmul tile planner (planner), the kernels'
+tile-config table (matmul_configs) and the opt-in autotuner (autotune). Pure Python; nothing here
+imports torch at import time."""

@@ -75,19 +75,23 @@ class DeviceModel:
         return replace(self, **kw)
 
 
-H100_SXM = DeviceModel(
-    name="H100 SXM",
-    sm_count=132,
-    smem_per_sm=228 * KB,
-    smem_per_block=227 * KB,
+# Occupancy rules that compute capabilities 8.0 and 9.0 share (CUDA programming guide tables).
+_SM80_PLUS_RULES = dict(
     smem_reserved_per_block=1 * KB,
     regs_per_sm=64 * KB,
     max_regs_per_thread=255,
     max_threads_per_sm=2048,
     max_blocks_per_sm=32,
     reg_alloc_unit=256,
+    smem_bytes_per_clk=128,   # 32 banks x 4 B
+)
+
+H100_SXM = DeviceModel(
+    name="H100 SXM",
+    sm_count=132,
+    smem_per_sm=228 * KB,
+    smem_per_block=227 * KB,
     clock_hz=1.98e9,
-    smem_bytes_per_clk=128,
     mem_bw=3.0e12,        # measured copy bandwidth (datasheet: 3.35 TB/s)
     peak_fp16=740e12,     # cuBLAS measured dense (datasheet: 989)
     peak_bf16=740e12,
@@ -97,6 +101,7 @@ H100_SXM = DeviceModel(
     mem_latency_s=700e-9,  # middle of the 600-800 ns loaded-latency range
     l2_bytes=50 * 1024 * KB,
     notes="measured ceilings; mma.sync reaches ~0.65x the wgmma peak",
+    **_SM80_PLUS_RULES,
 )
 
 A100_SXM = DeviceModel(
@@ -104,14 +109,7 @@ A100_SXM = DeviceModel(
     sm_count=108,
     smem_per_sm=164 * KB,
     smem_per_block=163 * KB,
-    smem_reserved_per_block=1 * KB,
-    regs_per_sm=64 * KB,
-    max_regs_per_thread=255,
-    max_threads_per_sm=2048,
-    max_blocks_per_sm=32,
-    reg_alloc_unit=256,
     clock_hz=1.41e9,
-    smem_bytes_per_clk=128,
     mem_bw=2.0e12,
     peak_fp16=312e12,
     peak_bf16=312e12,
@@ -121,6 +119,7 @@ A100_SXM = DeviceModel(
     mem_latency_s=700e-9,   # H100 figure reused; not measured on A100
     l2_bytes=40 * 1024 * KB,
     notes="datasheet peaks (not measured); mma.sync is the native tensor-core path",
+    **_SM80_PLUS_RULES,
 )
 
 DEVICES = {"h100": H100_SXM, "a100": A100_SXM}

@@ -6,23 +6,36 @@ it must belong to the path the call runs (see path_for), else the kernel raises 
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
-__all__ = ["MatmulTileConfig", "MATMUL_CONFIGS", "DEFAULT_CONFIG", "PATHS", "SIMT_SMEM_PAD", "configs_for",
-           "default_config", "path_for"]
+__all__ = ["MatmulTileConfig", "MATMUL_CONFIGS", "DEFAULT_CONFIG", "PATHS", "SIMT_SMEM_PAD", "WGMMA_SMEM_EXTRA",
+           "WGMMA_EPILOGUE_BYTES_PER_WARP", "configs_for", "default_config", "path_for"]
 
 # MatmulPath values of the header, in order:
 #   simt             register-blocked FFMA kernel (strict fp32; any dtype with variant="tiled")
 #   tensor_core_16   mma.sync m16n8k16, fp16/bf16 inputs
 #   tensor_core_tf32 mma.sync m16n8k8 tf32, fp32 inputs with allow_tf32
-PATHS = ("simt", "tensor_core_16", "tensor_core_tf32")
+#   wgmma_16         Hopper (sm_90a) wgmma + TMA, fp16/bf16 inputs: warps_m / 4 consumer warpgroups
+#                    (warps_n = 1) plus a producer warpgroup, cluster_m CTAs per cluster along M
+#                    (TMA multicast of B), or split_k CTAs per cluster along K (split-K, one tile per
+#                    cluster, the partials added through distributed shared memory)
+PATHS = ("simt", "tensor_core_16", "tensor_core_tf32", "wgmma_16")
 
 # Row padding (floats) of the SIMT kernel's shared tiles (kMatmulSimtSmemPad).
 SIMT_SMEM_PAD = 4
+# Shared memory of the wgmma kernel beyond its stages: an epilogue buffer per consumer warp
+# (kMatmulWgmmaEpilogueBytesPerWarp) plus mbarriers and alignment (kMatmulWgmmaSmemExtra), and under
+# split-K a BM x BN fp32 partial tile; with epilogue_overlap > 1, that many epilogue buffers per warp.
+WGMMA_EPILOGUE_BYTES_PER_WARP = 2048
+WGMMA_SMEM_EXTRA = 2048
 
 
 class MatmulTileConfig(NamedTuple):
-    index: int
+    """One block tile: BM x BN outputs, K in steps of BK through `stages` shared-memory stages,
+    warps_m x warps_n warps. The kernels' table holds these (index = position in MATMUL_CONFIGS);
+    the planner's own candidates are the same type with index None (see `candidate`)."""
+
+    index: Optional[int]
     path: str
     bm: int
     bn: int
@@ -30,10 +43,24 @@ class MatmulTileConfig(NamedTuple):
     warps_m: int
     warps_n: int
     stages: int
+    cluster_m: int = 1  # wgmma_16 only: CTAs per cluster along M (TMA multicast of B)
+    split_k: int = 1    # wgmma_16 only: CTAs per cluster along K (split-K over one tile)
+    epilogue_overlap: int = 0  # wgmma_16 only: 64-column pieces per warp whose stores wait for the next tile
+
+    @classmethod
+    def candidate(cls, path: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
+                  stages: int) -> "MatmulTileConfig":
+        """A config that is not (necessarily) in the table: index None."""
+        return cls(None, path, bm, bn, bk, warps_m, warps_n, stages)
+
+    @property
+    def warps(self) -> int:
+        return self.warps_m * self.warps_n
 
     @property
     def threads(self) -> int:
-        return 32 * self.warps_m * self.warps_n
+        """Threads of a block; the wgmma kernel adds its producer warpgroup to the warp grid."""
+        return 32 * self.warps + (128 if self.path == "wgmma_16" else 0)
 
     @property
     def warp_tile(self) -> tuple[int, int]:
@@ -45,11 +72,18 @@ class MatmulTileConfig(NamedTuple):
         wm, wn = self.warp_tile
         return wm // 4, wn // 8
 
-    def smem_bytes(self, elem_bytes: int) -> int:
-        """Dynamic shared memory per block (matmul_config_smem_bytes); the SIMT kernel stages fp32."""
-        if self.path == "simt":
-            return self.stages * self.bk * ((self.bm + SIMT_SMEM_PAD) + (self.bn + SIMT_SMEM_PAD)) * 4
-        return self.stages * self.bk * (self.bm + self.bn) * elem_bytes
+    def smem_bytes(self, elem_bytes: int, pad: Optional[int] = None) -> int:
+        """Dynamic shared memory per block: stages x (A tile + B tile), each BK-row of a tile padded
+        by `pad` elements. By default the kernels' rule (matmul_config_smem_bytes): the SIMT kernel
+        stages fp32 (4 bytes whatever elem_bytes) with SIMT_SMEM_PAD; the tensor-core kernels swizzle
+        (no padding). An explicit `pad` uses elem_bytes and pad as given (the planner's model)."""
+        if pad is None:
+            pad, elem_bytes = (SIMT_SMEM_PAD, 4) if self.path == "simt" else (0, elem_bytes)
+        extra = 0
+        if self.path == "wgmma_16":
+            extra = self.warps * WGMMA_EPILOGUE_BYTES_PER_WARP * max(1, self.epilogue_overlap) + WGMMA_SMEM_EXTRA
+            extra += self.bm * self.bn * 4 if self.split_k > 1 else 0
+        return self.stages * self.bk * ((self.bm + pad) + (self.bn + pad)) * elem_bytes + extra
 
     def blocks(self, m: int, n: int, batch: int = 1) -> int:
         return -(-m // self.bm) * -(-n // self.bn) * batch
@@ -57,8 +91,12 @@ class MatmulTileConfig(NamedTuple):
     def as_dict(self) -> dict:
         return self._asdict()
 
+    def label(self) -> str:
+        s = f"{self.bm}x{self.bn}x{self.bk} w{self.warps_m}x{self.warps_n} s{self.stages}"
+        return s if self.index is None else f"#{self.index} {s}"
 
-_S, _T16, _TF = PATHS
+
+_S, _T16, _TF, _W = PATHS
 MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
     MatmulTileConfig(0, _S, 128, 128, 8, 4, 2, 2),     # 256 thr, 8x8 per thread, 2 blocks/SM
     MatmulTileConfig(1, _S, 128, 256, 16, 4, 2, 2),    # 256 thr, 8x16 per thread
@@ -73,10 +111,21 @@ MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
     MatmulTileConfig(10, _TF, 128, 256, 16, 2, 4, 3),  # 8 warps, 64x64
     MatmulTileConfig(11, _TF, 128, 128, 16, 2, 2, 4),  # 4 warps, 64x64, 2 blocks/SM
     MatmulTileConfig(12, _TF, 64, 128, 16, 2, 2, 4),   # 4 warps, 32x64: small grids
+    MatmulTileConfig(13, _W, 128, 256, 64, 8, 1, 4, 2),  # 2 consumers x 64x256, 210 KB, 2-CTA cluster
+    MatmulTileConfig(14, _W, 128, 256, 64, 8, 1, 4),   # as 13 without the cluster
+    MatmulTileConfig(15, _W, 128, 128, 64, 8, 1, 6),   # 2 consumers x 64x128, 210 KB: medium grids
+    MatmulTileConfig(16, _W, 64, 64, 64, 4, 1, 12),    # 1 consumer 64x64, 202 KB: small M / grids
+    MatmulTileConfig(17, _W, 128, 192, 64, 8, 1, 5),   # 2 consumers x 64x192, 218 KB: waves (3000^3)
+    MatmulTileConfig(18, _W, 128, 64, 64, 8, 1, 8),    # 2 consumers x 64x64, 210 KB: M <= 128, wide N
+    MatmulTileConfig(19, _W, 64, 64, 64, 4, 1, 12, 1, 2),    # as 16, split-K 2, 218 KB: tiny M
+    MatmulTileConfig(20, _W, 128, 128, 64, 8, 1, 4, 1, 2),   # 2 x 64x128, split-K 2, 210 KB: few tiles
+    MatmulTileConfig(21, _W, 128, 256, 64, 8, 1, 4, 1, 1, 2),  # as 14, 2 of 4 pieces' stores deferred, 226 KB
+    MatmulTileConfig(22, _W, 128, 192, 64, 8, 1, 5, 1, 1, 1),  # as 17, 1 of 3 pieces' stores deferred
 )
 
-# Default config per path (kMatmulDefaultConfig): the fastest at 4096^3 and 8192^3 on an H100.
-DEFAULT_CONFIG = {_S: 1, _T16: 5, _TF: 10}
+# Default config per path (kMatmulDefaultConfig): the fastest at 4096^3 and 8192^3 on an H100
+# (wgmma_16: the config for large problems; config=-1 chooses by predicted waves, see default_config).
+DEFAULT_CONFIG = {_S: 1, _T16: 5, _TF: 10, _W: 14}
 
 
 def configs_for(path: str) -> tuple[MatmulTileConfig, ...]:
@@ -85,33 +134,75 @@ def configs_for(path: str) -> tuple[MatmulTileConfig, ...]:
     return tuple(c for c in MATMUL_CONFIGS if c.path == path)
 
 
-def path_for(dtype: str, allow_tf32: bool = False, variant: str = "auto") -> str:
-    """The config path a call runs on CUDA (dtype: 'float32' | 'float16' | 'bfloat16')."""
+def path_for(dtype: str, allow_tf32: bool = False, variant: str = "auto", sm90: bool = False) -> str:
+    """The config path a call runs on CUDA (dtype: 'float32' | 'float16' | 'bfloat16'). sm90: the
+    device is compute capability 9.0 and the module has the wgmma kernels; "auto" then runs fp16/bf16
+    on wgmma_16, as long as the layout qualifies (matmul.cu falls back to tensor_core_16 otherwise)."""
     if variant == "naive":
         raise ValueError("the naive variant takes no config")
     if variant == "tiled":
         return _S
+    if variant == "wgmma":
+        if dtype == "float32":
+            raise ValueError("variant 'wgmma' takes float16 or bfloat16")
+        return _W
     if dtype == "float32":
         if variant == "tensor_core" and not allow_tf32:
             raise ValueError("variant 'tensor_core' with float32 needs allow_tf32=True")
         return _TF if allow_tf32 else _S
-    return _T16
+    return _W if (sm90 and variant == "auto") else _T16
 
 
 def _elem_bytes(path: str) -> int:
-    return 2 if path == _T16 else 4
+    return 2 if path in (_T16, _W) else 4
+
+
+def _wgmma_rate(c: MatmulTileConfig) -> float:
+    """wgmma_config_rate in matmul.cu: relative per-SM throughput of a wgmma config, from the H100
+    per-config sweep (128x256 with 2 deferred pieces 1.06, 128x256 1.0 with or without the cluster,
+    128x192 0.98 (0.93 with a deferred piece), 128x128 0.89, 128x64 0.58, 64x64 0.39; split-K x 0.6)."""
+    area = c.bm * c.bn
+    if area >= 128 * 256:
+        rate = 1.06 if c.epilogue_overlap >= 2 else 1.0
+    elif area >= 128 * 192:
+        rate = 0.93 if c.epilogue_overlap >= 1 else 0.98
+    else:
+        rate = 0.89 if area >= 128 * 128 else 0.58 if area >= 128 * 64 else 0.39
+    return rate * 0.6 if c.split_k > 1 else rate
+
+
+# kWgmmaSplitKOverhead in matmul.cu: a split-K cluster's fixed cost per wave, in output elements x k-tiles.
+WGMMA_SPLIT_K_OVERHEAD = 2.0 * 128 * 256
+
+
+def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int) -> int:
+    """wgmma_choose_config in matmul.cu, operation for operation: the config whose waves of work units
+    finish first. units: tiles (pairs for a 2-CTA M cluster); slots: sm_count / (cluster_m * split_k);
+    a unit costs BM * BN * ceil(k_tiles / split_k) / rate (+ WGMMA_SPLIT_K_OVERHEAD under split-K);
+    cost = ceil(units / slots) * that; ties go to the lower index."""
+    def cost(c):
+        units = -(-(-(-m // c.bm)) // c.cluster_m) * -(-n // c.bn) * batch
+        slots = max(1, sm_count // (c.cluster_m * c.split_k))
+        k_unit = -(-(-(-k // c.bk)) // c.split_k)
+        per_unit = float(c.bm * c.bn * k_unit) / _wgmma_rate(c) + (WGMMA_SPLIT_K_OVERHEAD if c.split_k > 1 else 0.0)
+        return float(-(-units // slots)) * per_unit
+    return min(fits, key=lambda c: (cost(c), c.index)).index
 
 
 def default_config(path: str, m: int, n: int, batch: int = 1, sm_count: int = 132,
-                   max_smem_per_block: int = 227 * 1024) -> int:
+                   max_smem_per_block: int = 227 * 1024, k: int = 4096) -> int:
     """What config=-1 picks (resolve_config in csrc/kernels/matmul.cu): the path's default; its
     smallest tile when the default would give fewer than sm_count / 2 blocks; its largest tile that
     fits when the default needs more shared memory than the device allows per block (the opt-in
-    limit: 227 KB on H100, 163 KB on A100, 99 KB on sm_86/sm_89)."""
+    limit: 227 KB on H100, 163 KB on A100, 99 KB on sm_86/sm_89). wgmma_16 chooses by predicted
+    waves instead (wgmma_choose_config), which also weighs K (its split-K configs); the other paths
+    ignore k."""
     eb = _elem_bytes(path)
     fits = [c for c in configs_for(path) if c.smem_bytes(eb) <= max_smem_per_block]
     if not fits:
         raise ValueError(f"no {path} config fits in {max_smem_per_block} bytes of shared memory")
+    if path == _W:
+        return _wgmma_default(fits, m, n, k, batch, sm_count)
     default = MATMUL_CONFIGS[DEFAULT_CONFIG[path]]
     if default not in fits:
         default = max(fits, key=lambda c: (c.bm * c.bn, -c.index))

@@ -5,26 +5,28 @@ model, without running anything. Pure Python; see docs/planner.md for the model 
                                                candidate space for the dtype's path
     rank_table_configs(m, n, k, dtype, dev) -> Estimates of the kernels' config table
                                                (aiter_lite.tuning.matmul_configs), best first
+    table_order(ests)                       -> the launchable ones of those, in dispatch order
     choose_config(m, n, k, dtype, dev)      -> index of the best table config (cached per shape bucket)
     format_plan(m, n, k, dtype, device=..., show_pruned=...) -> the text `python -m aiter_lite plan` prints
 
 dtype: "fp16" | "bf16" (tensor cores, mma.sync m16n8k16), "tf32" (fp32 storage on the tf32 tensor-core
 path) or "fp32" (the SIMT FFMA path). torch-style names ("bfloat16", torch.float16) are accepted.
+Configs (the planner's own candidates and the table's entries alike) are MatmulTileConfig tuples.
 """
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from .hardware import DTYPES, ELEM_BYTES, DeviceModel, get_device
+from .matmul_configs import MATMUL_CONFIGS, SIMT_SMEM_PAD, MatmulTileConfig
 
-__all__ = ["TileConfig", "CandidateSpace", "PlannerOptions", "Estimate", "Plan", "DEFAULT_SPACES", "PATH_OF_DTYPE",
+__all__ = ["MatmulTileConfig", "CandidateSpace", "PlannerOptions", "Estimate", "Plan", "DEFAULT_SPACES", "PATH_OF_DTYPE",
            "normalize_dtype", "smem_bytes", "estimate_registers", "occupancy", "tile_intensity", "wave_efficiency",
            "s_min", "evaluate", "enumerate_candidates", "plan", "rank_table_configs", "table_configs",
-           "choose_config", "format_plan", "bucket"]
+           "table_order", "choose_config", "format_plan", "bucket"]
 
 PATH_OF_DTYPE = {"fp16": "tensor_core_16", "bf16": "tensor_core_16", "tf32": "tensor_core_tf32", "fp32": "simt"}
 TC_PATHS = ("tensor_core_16", "tensor_core_tf32")
@@ -47,53 +49,7 @@ def normalize_dtype(dtype) -> str:
     return s
 
 
-def _simt_smem_pad_default() -> int:
-    try:
-        from .matmul_configs import SIMT_SMEM_PAD  # noqa: PLC0415
-
-        return int(SIMT_SMEM_PAD)
-    except ImportError:
-        return 4
-
-
 # ---- configs and options -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TileConfig:
-    """One block tile: BM x BN outputs, K in steps of BK through `stages` shared-memory stages,
-    warps_m x warps_n warps. `index` is the entry of MATMUL_CONFIGS when the config comes from there."""
-
-    path: str
-    bm: int
-    bn: int
-    bk: int
-    warps_m: int
-    warps_n: int
-    stages: int
-    index: Optional[int] = None
-
-    @property
-    def warps(self) -> int:
-        return self.warps_m * self.warps_n
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps
-
-    @property
-    def warp_tile(self) -> Tuple[int, int]:
-        return self.bm // self.warps_m, self.bn // self.warps_n
-
-    @property
-    def thread_tile(self) -> Tuple[int, int]:
-        """SIMT: outputs per thread (a warp is a 4 x 8 grid of threads)."""
-        wm, wn = self.warp_tile
-        return wm // SIMT_LANES_M, wn // SIMT_LANES_N
-
-    def label(self) -> str:
-        s = f"{self.bm}x{self.bn}x{self.bk} w{self.warps_m}x{self.warps_n} s{self.stages}"
-        return s if self.index is None else f"#{self.index} {s}"
 
 
 @dataclass(frozen=True)
@@ -122,7 +78,7 @@ class PlannerOptions:
     """Knobs of the model that are properties of the kernels rather than of the GPU."""
 
     smem_pad_tc: int = 0        # elements of padding per shared row, tensor-core kernels (they swizzle instead)
-    smem_pad_simt: int = field(default_factory=_simt_smem_pad_default)  # SIMT kernel: kMatmulSimtSmemPad
+    smem_pad_simt: int = SIMT_SMEM_PAD  # SIMT kernel: kMatmulSimtSmemPad
     reg_overhead: int = 32      # registers for pointers, strides, offsets, masks and loop state
     frag_buffers: int = 2       # tensor-core fragments are double-buffered in registers
     group_m: int = 8            # tile rows of a raster group (grouped_tile_origin in matmul_common.cuh)
@@ -141,20 +97,24 @@ def _smem_elem_bytes(path: str, dtype: str) -> int:
     return 4 if path == "simt" else ELEM_BYTES[dtype]  # the SIMT kernel stages fp32 whatever the input
 
 
-def smem_bytes(cfg: TileConfig, elem_bytes: int, pad: int = 0) -> int:
+def smem_bytes(cfg: MatmulTileConfig, elem_bytes: int, pad: int = 0) -> int:
     """Shared memory of a block: stages x (A tile + B tile) = stages * BK * ((BM+pad) + (BN+pad)) * bytes.
     `pad` is the padding (elements) each BK-row of a tile carries."""
-    return cfg.stages * cfg.bk * ((cfg.bm + pad) + (cfg.bn + pad)) * elem_bytes
+    return cfg.smem_bytes(elem_bytes, pad)
 
 
-def estimate_registers(cfg: TileConfig, dtype: str, overhead: int = 32, frag_buffers: int = 2) -> int:
+def estimate_registers(cfg: MatmulTileConfig, dtype: str, overhead: int = 32, frag_buffers: int = 2) -> int:
     """Registers per thread, rounded up to the allocation step of 8.
     Tensor cores: fp32 accumulators BM*BN/threads + fragments (A: 4 regs per 16-row mma tile, B: 2 per
     8-column tile of the warp tile, times frag_buffers) + overhead.
     SIMT: TM*TN accumulators + TM + TN operand registers + the global->shared staging registers
-    ((BM+BN)*BK/threads elements) + overhead."""
+    ((BM+BN)*BK/threads elements) + overhead.
+    wgmma: BM*BN / consumer threads accumulators + overhead (operands come from shared memory; the
+    producer warpgroup gives its registers to the consumers with setmaxnreg)."""
     wm, wn = cfg.warp_tile
-    if cfg.path == "simt":
+    if cfg.path == "wgmma_16":
+        regs = cfg.bm * cfg.bn // (32 * cfg.warps) + overhead
+    elif cfg.path == "simt":
         tm, tn = cfg.thread_tile
         staging = _cdiv((cfg.bm + cfg.bn) * cfg.bk * ELEM_BYTES[dtype], cfg.threads * 4)
         regs = tm * tn + tm + tn + staging + overhead
@@ -209,6 +169,10 @@ def _path_peak(dev: DeviceModel, path: str, dtype: str, mma_sync: bool) -> float
         if dtype not in ("tf32", "fp32"):
             raise ValueError(f"path tensor_core_tf32 takes fp32 storage (tf32), not {dtype}")
         return dev.peak("tf32", mma_sync)
+    if path == "wgmma_16":  # the Hopper kernel issues wgmma: the full tensor peak, whatever mma_sync says
+        if dtype not in ("fp16", "bf16"):
+            raise ValueError(f"path wgmma_16 takes fp16/bf16, not {dtype}")
+        return dev.peak(dtype, False)
     raise ValueError(f"unknown path {path!r}")
 
 
@@ -216,7 +180,7 @@ def _path_peak(dev: DeviceModel, path: str, dtype: str, mma_sync: bool) -> float
 class Estimate:
     """Everything the planner computed for one config on one problem (times in seconds)."""
 
-    config: TileConfig
+    config: MatmulTileConfig
     smem_bytes: int
     regs: int
     blocks_per_sm: int          # resident blocks the resources allow
@@ -258,14 +222,11 @@ class Estimate:
                 c.warps_m, -1 if c.index is None else c.index)
 
 
-def evaluate(cfg: TileConfig, m: int, n: int, k: int, dtype, device="h100", *, batch: int = 1,
+def evaluate(cfg: MatmulTileConfig, m: int, n: int, k: int, dtype, device="h100", *, batch: int = 1,
              options: Optional[PlannerOptions] = None, min_tile: Optional[Tuple[int, int]] = None) -> Estimate:
     """Model one config on an M x N x K (x batch) problem. min_tile: the smallest BM and BN of the
     space the config is ranked in (a larger tile may be pruned as oversized only if a smaller exists)."""
-    dtype = normalize_dtype(dtype)
-    dev = get_device(device)
-    opt = options or PlannerOptions()
-    _check_shape(m, n, k, batch)
+    dtype, dev, opt = _prepare(m, n, k, batch, dtype, device, options)
     path = cfg.path
     peak = _path_peak(dev, path, dtype, opt.mma_sync)
     e = ELEM_BYTES[dtype]
@@ -282,6 +243,9 @@ def evaluate(cfg: TileConfig, m: int, n: int, k: int, dtype, device="h100", *, b
     k_tiles = _cdiv(k, cfg.bk)
     mp, np_, kp = tiles_m * cfg.bm, tiles_n * cfg.bn, k_tiles * cfg.bk
     tail_eff = (m * n * k) / (mp * np_ * kp)
+    if cfg.split_k > 1:  # wgmma split-K: split_k blocks (a cluster) per tile, each over its share of K
+        tiles *= cfg.split_k
+        k_tiles = _cdiv(k_tiles, cfg.split_k)
     flops = 2.0 * m * n * k * batch
     ridge = peak / dev.mem_bw
     t_ai = tile_intensity(cfg.bm, cfg.bn, e)
@@ -308,7 +272,10 @@ def evaluate(cfg: TileConfig, m: int, n: int, k: int, dtype, device="h100", *, b
     # time (fragment reads of every warp + the tile fill), whichever is longer.
     t_math = 2.0 * cfg.bm * cfg.bn * cfg.bk * resident / (peak / sms)
     wm, wn = cfg.warp_tile
-    smem_traffic = (cfg.warps * (wm + wn) + (cfg.bm + cfg.bn)) * cfg.bk * es
+    if path == "wgmma_16":  # each consumer warpgroup's wgmma reads its A rows and all of B, plus the fill
+        smem_traffic = (cfg.bm + cfg.warps // 4 * cfg.bn + (cfg.bm + cfg.bn)) * cfg.bk * es
+    else:
+        smem_traffic = (cfg.warps * (wm + wn) + (cfg.bm + cfg.bn)) * cfg.bk * es
     t_smem = smem_traffic * resident / dev.smem_bw_per_sm()
     slots = sms * resident
     waves = tiles / slots
@@ -357,10 +324,12 @@ def _problem_ai(m: int, n: int, k: int, e: int) -> float:
     return 2.0 * m * n * k / ((m * k + k * n + m * n) * e)
 
 
-def _check_shape(m: int, n: int, k: int, batch: int) -> None:
+def _prepare(m: int, n: int, k: int, batch: int, dtype, device, options: Optional[PlannerOptions]):
+    """Checked inputs of a planner entry point: (dtype name, DeviceModel, PlannerOptions)."""
     for name, v in (("m", m), ("n", n), ("k", k), ("batch", batch)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    return normalize_dtype(dtype), get_device(device), options or PlannerOptions()
 
 
 # ---- candidate spaces ---------------------------------------------------------------------------
@@ -406,7 +375,7 @@ def _loader_ok(path: str, bm: int, bn: int, bk: int, threads: int, dtype: str) -
     return all((mn * bk * e // 16) % threads == 0 and (mn * bk * e) % 16 == 0 for mn in (bm, bn))
 
 
-def enumerate_candidates(path: str, dtype: str, space: Optional[CandidateSpace] = None) -> List[TileConfig]:
+def enumerate_candidates(path: str, dtype: str, space: Optional[CandidateSpace] = None) -> List[MatmulTileConfig]:
     """Every realizable (BM, BN, BK, warps, stages) of the space, with the planner's warp grid."""
     space = space or DEFAULT_SPACES[path]
     out = []
@@ -419,7 +388,7 @@ def enumerate_candidates(path: str, dtype: str, space: Optional[CandidateSpace] 
                         continue
                     for stages in space.stages:
                         if stages >= 2:
-                            out.append(TileConfig(path, bm, bn, bk, layout[0], layout[1], stages))
+                            out.append(MatmulTileConfig.candidate(path, bm, bn, bk, layout[0], layout[1], stages))
     return out
 
 
@@ -446,65 +415,56 @@ class Plan:
         return self.ranked[0] if self.ranked else None
 
 
-def _rank(estimates: Iterable[Estimate]) -> Tuple[List[Estimate], List[Estimate]]:
-    ests = sorted(estimates, key=Estimate.sort_key)
+def _rank(cfgs: Sequence[MatmulTileConfig], m: int, n: int, k: int, dtype: str, dev: DeviceModel, batch: int,
+          opt: PlannerOptions) -> Tuple[List[Estimate], List[Estimate]]:
+    """Evaluate configs and sort them: (survivors, pruned), each best first. A config may be pruned as
+    oversized only when the set holds a smaller tile in that dimension."""
+    min_tile = (min(c.bm for c in cfgs), min(c.bn for c in cfgs))
+    ests = sorted((evaluate(c, m, n, k, dtype, dev, batch=batch, options=opt, min_tile=min_tile) for c in cfgs),
+                  key=Estimate.sort_key)
     return [e for e in ests if not e.pruned], [e for e in ests if e.pruned]
 
 
 def plan(m: int, n: int, k: int, dtype="bf16", device="h100", *, batch: int = 1,
          space: Optional[CandidateSpace] = None, options: Optional[PlannerOptions] = None) -> Plan:
     """Evaluate the planner's own candidate space for the dtype's path and rank it."""
-    dtype = normalize_dtype(dtype)
-    dev = get_device(device)
-    opt = options or PlannerOptions()
-    _check_shape(m, n, k, batch)
+    dtype, dev, opt = _prepare(m, n, k, batch, dtype, device, options)
     path = PATH_OF_DTYPE[dtype]
     cands = enumerate_candidates(path, dtype, space)
     if not cands:
         raise ValueError(f"the candidate space of path {path} is empty")
-    min_tile = (min(c.bm for c in cands), min(c.bn for c in cands))
-    ranked, pruned = _rank(evaluate(c, m, n, k, dtype, dev, batch=batch, options=opt, min_tile=min_tile)
-                           for c in cands)
+    ranked, pruned = _rank(cands, m, n, k, dtype, dev, batch, opt)
     peak = _path_peak(dev, path, dtype, opt.mma_sync)
     return Plan(m, n, k, dtype, path, dev, batch, peak, peak / dev.mem_bw, _problem_ai(m, n, k, ELEM_BYTES[dtype]),
                 ranked, pruned)
 
 
-def _table_module():
-    try:
-        return importlib.import_module(".matmul_configs", __package__)
-    except ImportError:
-        return None
-
-
-def table_configs(path: Optional[str] = None) -> List[TileConfig]:
-    """The entries of aiter_lite.tuning.matmul_configs.MATMUL_CONFIGS as TileConfigs ([] without it)."""
-    mod = _table_module()
-    if mod is None or not hasattr(mod, "MATMUL_CONFIGS"):
-        return []
-    out = []
-    for i, c in enumerate(mod.MATMUL_CONFIGS):
-        idx = getattr(c, "index", i)
-        if path is None or c.path == path:
-            out.append(TileConfig(c.path, c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages, idx))
-    return out
+def table_configs(path: Optional[str] = None) -> List[MatmulTileConfig]:
+    """The entries of the kernels' table (aiter_lite.tuning.matmul_configs.MATMUL_CONFIGS) of one path
+    (all of them for None)."""
+    return [c for c in MATMUL_CONFIGS if path is None or c.path == path]
 
 
 def rank_table_configs(m: int, n: int, k: int, dtype="bf16", device="h100", *, path: Optional[str] = None,
                        batch: int = 1, options: Optional[PlannerOptions] = None) -> List[Estimate]:
     """Score exactly the configs of the kernels' table that the dtype's path runs (or `path`, e.g.
     'simt' for a 16-bit matmul with variant='tiled'): survivors first, best first, then the pruned
-    ones (each with its reasons). [] when aiter_lite.tuning.matmul_configs is not there."""
-    dtype = normalize_dtype(dtype)
-    dev = get_device(device)
-    path = path or PATH_OF_DTYPE[dtype]
-    cfgs = table_configs(path)
+    ones (each with its reasons). [] when the table has no config of that path."""
+    dtype, dev, opt = _prepare(m, n, k, batch, dtype, device, options)
+    cfgs = table_configs(path or PATH_OF_DTYPE[dtype])
     if not cfgs:
         return []
-    min_tile = (min(c.bm for c in cfgs), min(c.bn for c in cfgs))
-    ranked, pruned = _rank(evaluate(c, m, n, k, dtype, dev, batch=batch, options=options, min_tile=min_tile)
-                           for c in cfgs)
+    ranked, pruned = _rank(cfgs, m, n, k, dtype, dev, batch, opt)
     return ranked + pruned
+
+
+def table_order(estimates: Iterable[Estimate]) -> List[Estimate]:
+    """The launchable table configs in the order dispatch prefers them: the table is fixed, so by
+    predicted time alone (a soft prune -- S_min, memory bound, oversized -- already costs its time in
+    the prediction); equal times (to 4 digits): survivors first, then the planner's sort key.
+    choose_config takes the first; the autotuner times the first few."""
+    runnable = [e for e in estimates if not e.hard]
+    return sorted(runnable, key=lambda e: (float(f"{e.predicted_s:.4g}"), e.pruned, e.sort_key()))
 
 
 def bucket(x: int) -> int:
@@ -522,21 +482,15 @@ def _resolve_device(name: str) -> DeviceModel:
 
 @lru_cache(maxsize=4096)
 def _choose_cached(mb: int, nb: int, kb: int, dtype: str, dev: DeviceModel, path: Optional[str]) -> int:
-    ests = rank_table_configs(mb, nb, kb, dtype, dev, path=path)
-    runnable = [e for e in ests if not e.hard]
-    if not runnable:
-        return -1
-    # The table is fixed, so take the fastest prediction: a soft prune (S_min, memory bound, oversized)
-    # already costs its time in the prediction. Equal times: survivors first, then the sort key.
-    best = min(runnable, key=lambda e: (float(f"{e.predicted_s:.4g}"), e.pruned, e.sort_key()))
-    return best.config.index
+    order = table_order(rank_table_configs(mb, nb, kb, dtype, dev, path=path))
+    return order[0].config.index if order else -1
 
 
 def choose_config(m: int, n: int, k: int, dtype="bf16", device="h100", *, path: Optional[str] = None) -> int:
     """Index into MATMUL_CONFIGS of the table config with the best predicted time for the path of
     `dtype` (or `path`), for dispatch (`config=` of aiter_lite.matmul). M, N, K are rounded up to
     powers of two and the answer cached per bucket (lru_cache). -1 (the kernel's own default) when
-    there is no table or no table config can launch."""
+    no table config of the path can launch."""
     dev = _resolve_device(device) if isinstance(device, str) else get_device(device)
     return _choose_cached(bucket(m), bucket(n), bucket(k), normalize_dtype(dtype), dev, path)
 

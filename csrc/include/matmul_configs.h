@@ -18,13 +18,31 @@ namespace aiter_lite {
 //   kTensorCoreTf32: mma.sync m16n8k8 tf32 (fp32 inputs with allow_tf32).
 //               Tensor-core warp tile (BM / warps_m) x (BN / warps_n) in 16x8 mma tiles;
 //               `stages` cp.async shared-memory stages.
-enum class MatmulPath : int32_t { kSimt = 0, kTensorCore16 = 1, kTensorCoreTf32 = 2 };
+//   kWgmma16:   Hopper (sm_90a) wgmma m64nNk16 kernel for fp16/bf16 (csrc/kernels/matmul_wgmma.cuh):
+//               TMA loads into a `stages`-deep ring of 128-byte-swizzled shared tiles, one producer
+//               warpgroup plus warps_m / 4 consumer warpgroups (warps_n must be 1), each consumer
+//               owning BM / (warps_m / 4) rows (64 or 128) x BN; BK must be 64 (one 128-byte
+//               swizzle row of 16-bit elements). Threads = 32 * warps_m + 128 (the producer).
+//               cluster_m = 2 runs pairs of CTAs on vertically adjacent tiles as a cluster that
+//               loads each B tile once and multicasts it to both. split_k = 2 (or 4) runs that many
+//               CTAs as a cluster on one output tile, each over its share of the k-tiles; the
+//               leader adds the others' fp32 partials through distributed shared memory (BM x BN x 4
+//               bytes of extra shared memory per CTA) and stores the tile. Such configs launch one
+//               cluster per tile (not persistent); split_k > 1 needs cluster_m == 1.
+//               epilogue_overlap = d > 0 (persistent configs): each consumer warp stages the last d
+//               64-column pieces of a finished tile in d 2 KB shared slots and stores them only after
+//               issuing the next tile's first two k-tiles, so those stores drain while the tensor
+//               cores work (the other pieces are stored at once, as usual).
+enum class MatmulPath : int32_t { kSimt = 0, kTensorCore16 = 1, kTensorCoreTf32 = 2, kWgmma16 = 3 };
 
 struct MatmulTileConfig {
   MatmulPath path;
   int32_t bm, bn, bk;         // block tile
-  int32_t warps_m, warps_n;   // warp grid of the block (threads = 32 * warps_m * warps_n)
+  int32_t warps_m, warps_n;   // warp grid of the block (threads = 32 * warps_m * warps_n; see kWgmma16)
   int32_t stages;             // shared-memory pipeline depth
+  int32_t cluster_m = 1;      // kWgmma16 only: CTAs per cluster along M (1 or 2)
+  int32_t split_k = 1;        // kWgmma16 only: CTAs per cluster along K (1, 2 or 4), see above
+  int32_t epilogue_overlap = 0;  // kWgmma16 only: 64-column pieces per warp whose stores wait, see above
 };
 
 // clang-format off
@@ -43,37 +61,66 @@ inline constexpr MatmulTileConfig kMatmulConfigs[] = {
     /* 10 */ {MatmulPath::kTensorCoreTf32,  128, 256, 16, 2, 4, 3},  // 8 warps, 64x64
     /* 11 */ {MatmulPath::kTensorCoreTf32,  128, 128, 16, 2, 2, 4},  // 4 warps, 64x64, 2 blocks/SM
     /* 12 */ {MatmulPath::kTensorCoreTf32,   64, 128, 16, 2, 2, 4},  // 4 warps, 32x64: small grids
+    /* 13 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4, 2},  // 2 consumers x 64x256, 210 KB, 2-CTA cluster
+    /* 14 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4},  // as 13 without the cluster
+    /* 15 */ {MatmulPath::kWgmma16,        128, 128, 64, 8, 1, 6},  // 2 consumers x 64x128, 210 KB: medium grids
+    /* 16 */ {MatmulPath::kWgmma16,         64,  64, 64, 4, 1, 12},  // 1 consumer 64x64, 202 KB: small M / grids
+    /* 17 */ {MatmulPath::kWgmma16,        128, 192, 64, 8, 1, 5},  // 2 consumers x 64x192, 218 KB: waves (3000^3)
+    /* 18 */ {MatmulPath::kWgmma16,        128,  64, 64, 8, 1, 8},  // 2 consumers x 64x64, 210 KB: M <= 128, wide N
+    /* 19 */ {MatmulPath::kWgmma16,         64,  64, 64, 4, 1, 12, 1, 2},  // as 16, split-K 2, 218 KB: tiny M
+    /* 20 */ {MatmulPath::kWgmma16,        128, 128, 64, 8, 1, 4, 1, 2},  // 2 x 64x128, split-K 2, 210 KB: few tiles
+    /* 21 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4, 1, 1, 2},  // as 14, 2 of 4 pieces' stores deferred, 226 KB
+    /* 22 */ {MatmulPath::kWgmma16,        128, 192, 64, 8, 1, 5, 1, 1, 1},  // as 17, 1 of 3 pieces' stores deferred
 };
 // END MATMUL CONFIG TABLE
 
 // Default config of each path, indexed by MatmulPath (the fastest at 4096^3 and 8192^3 on an H100).
 // With config -1 the backend starts here and moves to the path's smallest tile when the default
 // would give fewer than (SMs / 2) blocks, or to the path's largest tile that fits when the device
-// has less shared memory per block than the default needs.
+// has less shared memory per block than the default needs. kWgmma16 chooses differently (by the
+// predicted time of the waves of work units each of its configs gives: wgmma_choose_config in
+// csrc/kernels/matmul.cu); its entry here names the config for large problems.
 // BEGIN MATMUL DEFAULT CONFIGS
 inline constexpr int32_t kMatmulDefaultConfig[] = {
     /* kSimt */ 1,
     /* kTensorCore16 */ 5,
     /* kTensorCoreTf32 */ 10,
+    /* kWgmma16 */ 14,
 };
 // END MATMUL DEFAULT CONFIGS
 // clang-format on
 
 inline constexpr int32_t kMatmulNumConfigs =
     static_cast<int32_t>(sizeof(kMatmulConfigs) / sizeof(kMatmulConfigs[0]));
-inline constexpr int32_t kMatmulNumPaths = 3;
+inline constexpr int32_t kMatmulNumPaths = 4;
 
-constexpr int32_t matmul_config_threads(const MatmulTileConfig& c) { return 32 * c.warps_m * c.warps_n; }
+// Threads of a block: the warp grid, plus the producer warpgroup of the wgmma kernel.
+constexpr int32_t matmul_config_threads(const MatmulTileConfig& c) {
+  return 32 * c.warps_m * c.warps_n + (c.path == MatmulPath::kWgmma16 ? 128 : 0);
+}
 
 // Row padding (in floats) of the SIMT kernel's shared-memory tiles; keeps 16-byte alignment and
 // spreads the transposing stores of K-contiguous operands over the banks.
 inline constexpr int32_t kMatmulSimtSmemPad = 4;
+
+// Shared memory the wgmma kernel takes beyond its stages: an epilogue buffer of 2 KB per consumer
+// warp (16 rows x 64 columns of 16-bit outputs; epilogue_overlap such slots when that is > 1),
+// 1024 bytes for its mbarriers and 1024 so that it can align everything to the 128-byte swizzle's
+// 1024-byte atoms; split-K configs add BM x BN fp32 (the partial tile a CTA hands to its leader).
+inline constexpr int32_t kMatmulWgmmaEpilogueBytesPerWarp = 2048;
+inline constexpr int32_t kMatmulWgmmaSmemExtra = 2048;
 
 // Dynamic shared memory of a config, in bytes (elem_bytes: 2 for fp16/bf16, 4 for fp32).
 // The SIMT kernel stages fp32 whatever the input type.
 constexpr int64_t matmul_config_smem_bytes(const MatmulTileConfig& c, int32_t elem_bytes) {
   return c.path == MatmulPath::kSimt
              ? int64_t{c.stages} * c.bk * ((c.bm + kMatmulSimtSmemPad) + (c.bn + kMatmulSimtSmemPad)) * 4
+         : c.path == MatmulPath::kWgmma16
+             ? int64_t{c.stages} * c.bk * (c.bm + c.bn) * elem_bytes +
+                   int64_t{c.warps_m} * c.warps_n * kMatmulWgmmaEpilogueBytesPerWarp *
+                       (c.epilogue_overlap > 1 ? c.epilogue_overlap : 1) +
+                   kMatmulWgmmaSmemExtra +
+                   (c.split_k > 1 ? int64_t{c.bm} * c.bn * 4 : 0)
              : int64_t{c.stages} * c.bk * (c.bm + c.bn) * elem_bytes;
 }
 

@@ -2,12 +2,13 @@
 // No torch and no CUDA headers; each backend implements matmul().
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "dtype.h"
 
 namespace aiter_lite {
 
-enum class MatmulVariant : int32_t { kAuto = 0, kNaive = 1, kTiled = 2, kTensorCore = 3 };
+enum class MatmulVariant : int32_t { kAuto = 0, kNaive = 1, kTiled = 2, kTensorCore = 3, kWgmma = 4 };
 
 // a: [batch, m, k], b: [batch, k, n], out: [batch, m, n]; strides in elements, any sign-free
 // layout (row- or column-major, batch stride 0 broadcasts). All three share one dtype;
@@ -29,5 +30,11 @@ struct MatmulParams {
 };
 
 void matmul(const MatmulParams& params, void* stream);
+
+// The kernel and tile config matmul() would run for `params` (its first batch slice), as
+// "<kernel> <config>": kernel naive | simt | tensor_core | wgmma (GPU), cpu (CPU backend), or none
+// (nothing to write); config a table index, -1 where there is none. Checks the arguments like
+// matmul(); launches nothing and touches no data.
+std::string matmul_plan(const MatmulParams& params);
 
 }  // namespace aiter_lite

@@ -5,7 +5,13 @@
 //   kTiled       matmul_simt_kernel: register-blocked FFMA, any dtype (strict fp32 default).
 //   kTensorCore  matmul_tc_kernel: mma.sync m16n8k16 (fp16/bf16) or m16n8k8 tf32 (fp32 with
 //                allow_tf32; fp32 without allow_tf32 is refused with std::invalid_argument).
-//   kAuto        tensor cores for fp16/bf16 and for fp32 with allow_tf32, else the SIMT kernel.
+//   kWgmma       matmul_wgmma_kernel (Hopper, fp16/bf16 only): TMA + mbarrier pipeline, producer and
+//                consumer warpgroups, wgmma (matmul_wgmma.cuh). Needs a compute capability 9.0
+//                device and a module built for sm_90a (else std::invalid_argument).
+//   kAuto        fp16/bf16: the wgmma kernel where it is available and the layout qualifies (below),
+//                else mma.sync; fp32 with allow_tf32: mma.sync tf32; strict fp32: the SIMT kernel.
+//                An explicit config selects its own kernel family (a kWgmma16 or a kTensorCore16
+//                config for fp16/bf16).
 //
 // Which layouts take which path (strides in elements; a dim of size 1 accepts any stride; a batch
 // stride of 0 broadcasts and is always fine):
@@ -19,8 +25,14 @@
 //     SIMT kernel instead, with its default config: correct, slower.
 //   SIMT kernel: every layout. 4-element vector loads per operand where one of its strides is 1,
 //     the other a multiple of 4 and the pointer aligned to 4 elements; scalar loads otherwise.
+//   wgmma kernel (TMA tensor maps; see wgmma_a_ok / wgmma_b_layout in matmul_launch.h), with V = 8
+//     elements (16 bytes): A K-contiguous (a_col_stride == 1) with a_row_stride % V == 0; B
+//     N-contiguous (b_col_stride == 1, b_row_stride % V == 0) or K-contiguous (b_row_stride == 1,
+//     b_col_stride % V == 0); batch strides % V == 0 (or 0); a and b 16-byte aligned. M-contiguous
+//     A (a.t()), odd leading dims (K % 8 != 0 for a contiguous A, N % 8 != 0 for a contiguous B)
+//     and offset views run the mma.sync kernel instead (with its default config).
 //   Output: any strides. Rows with out_col_stride == 1 (row stride and pointer aligned) get
-//     2- (tensor cores) or 4-element (SIMT) stores, other layouts scalar stores.
+//     2- (tensor cores), 4- (SIMT) or 8-element (wgmma) stores, other layouts scalar stores.
 // M, N, K: any size >= 0 up to 2^31 - 1 (tails are zero-filled on load and clipped on store; K == 0
 // writes zeros). Batch: blockIdx.z, one entry per block; batches above 65535 run as several launches.
 //
@@ -28,7 +40,9 @@
 // runs and fit the device's shared memory (std::invalid_argument otherwise). -1 takes the path's
 // default (kMatmulDefaultConfig; if it doesn't fit the device, the path's largest tile that does),
 // or the path's smallest tile when the default would leave more than half of the SMs without a block.
-// A tensor-core config given for a layout that falls back to SIMT is validated, then not used.
+// The wgmma path instead takes the config whose waves of work units are predicted to finish first
+// (wgmma_choose_config; it weighs split-K configs by K). A tensor-core (or wgmma) config given for a layout that falls back to
+// SIMT (or mma.sync) is validated, then not used.
 //
 // HIP: the inline PTX is CUDA-only (mma.cuh), so on HIP kTensorCore and kAuto run the SIMT kernel
 // (tensor-core configs are still validated). Untested on AMD hardware.
@@ -42,6 +56,8 @@
 //   matmul_tc_fp16.cu   tensor-core kernels (CUDA only), one dtype each: all of its configs and
 //   matmul_tc_bf16.cu   operand orientations
 //   matmul_tc_tf32.cu
+//   matmul_wgmma_fp16.cu  Hopper kernels (sm_90a only; present when AITER_LITE_HAS_MATMUL_WGMMA_FP16
+//   matmul_wgmma_bf16.cu  / _BF16 is defined), one dtype each: all kWgmma16 configs, both B layouts
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -67,6 +83,7 @@ const char* path_name(MatmulPath path) {
     case MatmulPath::kSimt: return "simt (variant tiled)";
     case MatmulPath::kTensorCore16: return "tensor_core fp16/bf16";
     case MatmulPath::kTensorCoreTf32: return "tensor_core tf32";
+    case MatmulPath::kWgmma16: return "wgmma fp16/bf16";
   }
   return "unknown";
 }
@@ -88,6 +105,7 @@ using matmul_detail::OperandLayout;
 using matmul_detail::operand_a;
 using matmul_detail::operand_b;
 using matmul_detail::path_name;
+using matmul_detail::WgmmaBLayout;
 
 constexpr int64_t kMaxGridZ = 65535;
 
@@ -111,6 +129,43 @@ int cached_device_attribute(gpuDeviceAttr_t attr) {
 int sm_count() { return cached_device_attribute<0>(gpuDevAttrMultiProcessorCount); }
 // Largest dynamic shared memory a block may opt in to (227 KB on H100, 163 KB on A100).
 int max_smem_per_block() { return cached_device_attribute<1>(gpuDevAttrMaxSharedMemoryPerBlockOptin); }
+
+// The module holds the Hopper kernels of `dtype` (their sources are built for sm_90a only, and the
+// JIT defines AITER_LITE_HAS_MATMUL_WGMMA_* when it built them).
+bool wgmma_built(DType dtype) {
+#if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_FP16)
+  if (dtype == DType::kFloat16) return true;
+#endif
+#if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16)
+  if (dtype == DType::kBFloat16) return true;
+#endif
+  (void)dtype;
+  return false;
+}
+
+// The current device has compute capability 9.0 exactly (H100, H200, H20...): the sm_90a image runs
+// there and nowhere else.
+bool sm90_device() {
+#if defined(AITER_LITE_CUDA)
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices] = {};  // 0: unknown, 1: no, 2: yes
+  const int dev = current_device();
+  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0, minor = 0;
+    AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    v = major == 9 && minor == 0 ? 2 : 1;
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+#else
+  return false;
+#endif
+}
+
+bool wgmma_available(DType dtype) { return wgmma_built(dtype) && sm90_device(); }
 
 // ---- layout analysis ----------------------------------------------------------------------------
 
@@ -178,44 +233,186 @@ int resolve_config(MatmulPath path, int32_t requested, const MatmulParams& p, bo
   return best;
 }
 
-// Tensor-core path for the call's dtype, or the SIMT kernel where the layout (or HIP) rules it out.
-void run_tensor_core(const MatmulParams& p, gpuStream_t stream) {
+// ---- what runs -------------------------------------------------------------------------------------
+
+// The kernel and config that run one batch slice (normalized params).
+struct SlicePlan {
+  enum class Kernel { kNaive, kSimt, kTensorCore, kWgmma } kernel;
+  int config;  // table index; -1 for the naive kernel
+  bool a_k_major, b_k_major;
+};
+
+const char* kernel_name(SlicePlan::Kernel k) {
+  switch (k) {
+    case SlicePlan::Kernel::kNaive: return "naive";
+    case SlicePlan::Kernel::kSimt: return "simt";
+    case SlicePlan::Kernel::kTensorCore: return "tensor_core";
+    case SlicePlan::Kernel::kWgmma: return "wgmma";
+  }
+  return "unknown";
+}
+
+// mma.sync path for the call's dtype (config: a table index of that path or -1), or the SIMT kernel
+// where the layout (or HIP) rules it out.
+SlicePlan plan_tensor_core(const MatmulParams& p, int32_t requested) {
   const MatmulPath path = p.dtype == DType::kFloat32 ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16;
-  const int config = resolve_config(path, p.config, p);
+  const int config = resolve_config(path, requested, p);
 #if defined(AITER_LITE_CUDA)
   const int64_t eb = p.dtype == DType::kFloat32 ? 4 : 2;
   const TcOrientation a_or = tc_orientation(operand_a(p, eb));
   const TcOrientation b_or = tc_orientation(operand_b(p, eb));
-  if (a_or != TcOrientation::kUnsupported && b_or != TcOrientation::kUnsupported) {
-    const bool a_k = a_or == TcOrientation::kKMajor, b_k = b_or == TcOrientation::kKMajor;
-    switch (p.dtype) {
-      case DType::kFloat32: return matmul_detail::tc_cuda<float>(p, config, a_k, b_k, stream);
-      case DType::kFloat16: return matmul_detail::tc_cuda<half_t>(p, config, a_k, b_k, stream);
-      case DType::kBFloat16: return matmul_detail::tc_cuda<bfloat16_t>(p, config, a_k, b_k, stream);
-    }
-    invalid("unsupported dtype");
-  }
+  if (a_or != TcOrientation::kUnsupported && b_or != TcOrientation::kUnsupported)
+    return {SlicePlan::Kernel::kTensorCore, config, a_or == TcOrientation::kKMajor, b_or == TcOrientation::kKMajor};
 #else
   (void)config;
 #endif
-  const int simt_config = resolve_config(MatmulPath::kSimt, -1, p);
-  AITER_LITE_DISPATCH_DTYPE(p.dtype, [&] { matmul_detail::simt_cuda<scalar_t>(p, simt_config, stream); });
+  return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, -1, p), false, false};
 }
 
-}  // namespace
+// Relative per-SM throughput of a wgmma config, from the per-config sweep on an H100 (bench/
+// gpu_wgmma_tune.sh, 2026-11-21: mean TFLOP/s of fp16 and bf16 over 8192^3, 4096x11008x4096, 4096^3
+// and 8192x1024x8192, relative to 128 x 256): 128 x 256 with 2 of 4 pieces' stores deferred 1.06,
+// 128 x 256 1.0 (the 2-CTA multicast cluster the same), 128 x 192 0.98 (with a deferred piece
+// 0.93), 128 x 128 0.89, 128 x 64 0.58, 64 x 64 0.39. Split-K configs keep 0.6 of their tile's rate
+// (non-persistent clusters that fill their ring from cold and meet at barriers: measured 275 vs
+// 287 TFLOP/s for 128 x 64 at 128x8192x8192).
+double wgmma_config_rate(const MatmulTileConfig& c) {
+  const int64_t area = int64_t{c.bm} * c.bn;
+  double rate = area >= 128 * 256   ? (c.epilogue_overlap >= 2 ? 1.06 : 1.0)
+                : area >= 128 * 192 ? (c.epilogue_overlap >= 1 ? 0.93 : 0.98)
+                : area >= 128 * 128 ? 0.89
+                : area >= 128 * 64  ? 0.58
+                                    : 0.39;
+  if (c.split_k > 1) rate *= 0.6;
+  return rate;
+}
 
-void matmul(const MatmulParams& params, void* stream_ptr) {
-  const MatmulParams& q = params;
+// What a split-K config pays per wave on top of its k-tiles, in the cost units of
+// wgmma_choose_config (output elements x k-tiles at rate 1): about two k-tiles of a 128 x 256 tile,
+// for a non-persistent cluster that fills its ring from cold, meets twice at a cluster barrier and
+// reads its peers' partials.
+constexpr double kWgmmaSplitKOverhead = 2.0 * 128 * 256;
+
+// Config -1 on the wgmma path: the config (that fits the device) whose work is predicted to finish
+// first. Work units are tiles (pairs of tiles for a 2-CTA M cluster); a wave runs one unit per slot
+// (SM, or cluster of SMs: cluster_m x split_k of them); a unit costs BM x BN x its k-tiles
+// (ceil(k_tiles / split_k)) / rate, plus kWgmmaSplitKOverhead under split-K. Cost = waves x that;
+// ties go to the lower index. aiter_lite/tuning/matmul_configs.py (default_config) mirrors this,
+// operation for operation.
+int wgmma_choose_config(const MatmulParams& p) {
+  const int64_t sms = sm_count(), smem_limit = max_smem_per_block();
+  int best = -1;
+  double best_cost = 0.0;
+  for (int i = 0; i < kMatmulNumConfigs; ++i) {
+    const MatmulTileConfig& c = kMatmulConfigs[i];
+    if (c.path != MatmulPath::kWgmma16 || config_smem(c, p.dtype) > smem_limit) continue;
+    const int64_t tiles_m = (p.m + c.bm - 1) / c.bm, tiles_n = (p.n + c.bn - 1) / c.bn;
+    const int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * tiles_n * p.batch;
+    const int64_t slots = std::max<int64_t>(1, sms / (int64_t{c.cluster_m} * c.split_k));
+    const int64_t k_tiles = (p.k + c.bk - 1) / c.bk;
+    const int64_t k_unit = (k_tiles + c.split_k - 1) / c.split_k;
+    const double per_unit = static_cast<double>(int64_t{c.bm} * c.bn * k_unit) / wgmma_config_rate(c) +
+                            (c.split_k > 1 ? kWgmmaSplitKOverhead : 0.0);
+    const double cost = static_cast<double>((units + slots - 1) / slots) * per_unit;
+    if (best < 0 || cost < best_cost) {
+      best = i;
+      best_cost = cost;
+    }
+  }
+  if (best < 0) invalid("no wgmma config fits this device's shared memory");
+  return best;
+}
+
+// The wgmma kernel where the layout qualifies, else the mma.sync kernel with its default config.
+// probe: also build the tensor maps (the driver may still reject one); without it a rejected map
+// shows up only at launch, which then falls back the same way (run_slice).
+SlicePlan plan_wgmma(const MatmulParams& p, bool probe) {
+#if defined(AITER_LITE_CUDA)
+  const WgmmaBLayout b_layout = matmul_detail::wgmma_b_layout(p);
+  // K >= 1: the kernel's accumulators are only ever written by wgmma (no k-tile, no zeros).
+  if (p.k >= 1 && matmul_detail::wgmma_a_ok(p) && b_layout != WgmmaBLayout::kUnsupported) {
+    const int config = p.config >= 0 ? resolve_config(MatmulPath::kWgmma16, p.config, p) : wgmma_choose_config(p);
+    const SlicePlan plan{SlicePlan::Kernel::kWgmma, config, true, b_layout == WgmmaBLayout::kKMajor};
+    if (!probe) return plan;
+    bool ok = false;
+#if defined(AITER_LITE_HAS_MATMUL_WGMMA_FP16)
+    if (p.dtype == DType::kFloat16) ok = matmul_detail::wgmma_cuda<half_t>(p, config, plan.b_k_major, nullptr, false);
+#endif
+#if defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16)
+    if (p.dtype == DType::kBFloat16)
+      ok = matmul_detail::wgmma_cuda<bfloat16_t>(p, config, plan.b_k_major, nullptr, false);
+#endif
+    if (ok) return plan;
+  }
+#else
+  (void)probe;
+#endif
+  return plan_tensor_core(p, -1);
+}
+
+// The plan of one slice; `path` from checked_path (the kernel family the call asked for).
+SlicePlan plan_slice(const MatmulParams& s, MatmulPath path, bool probe) {
+  if (s.variant == MatmulVariant::kNaive) return {SlicePlan::Kernel::kNaive, -1, false, false};
+  switch (path) {
+    case MatmulPath::kSimt: return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, s.config, s), false, false};
+    case MatmulPath::kWgmma16: return plan_wgmma(s, probe);
+    case MatmulPath::kTensorCore16:
+    case MatmulPath::kTensorCoreTf32: return plan_tensor_core(s, s.config);
+  }
+  invalid("unknown path");
+}
+
+void run_slice(const MatmulParams& s, const SlicePlan& plan, gpuStream_t stream) {
+  switch (plan.kernel) {
+    case SlicePlan::Kernel::kNaive:
+      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::naive_launch<scalar_t>(s, stream); });
+      return;
+    case SlicePlan::Kernel::kSimt:
+      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::simt_cuda<scalar_t>(s, plan.config, stream); });
+      return;
+    case SlicePlan::Kernel::kTensorCore:
+#if defined(AITER_LITE_CUDA)
+      switch (s.dtype) {
+        case DType::kFloat32: return matmul_detail::tc_cuda<float>(s, plan.config, plan.a_k_major, plan.b_k_major, stream);
+        case DType::kFloat16: return matmul_detail::tc_cuda<half_t>(s, plan.config, plan.a_k_major, plan.b_k_major, stream);
+        case DType::kBFloat16:
+          return matmul_detail::tc_cuda<bfloat16_t>(s, plan.config, plan.a_k_major, plan.b_k_major, stream);
+      }
+#endif
+      break;
+    case SlicePlan::Kernel::kWgmma: {
+      bool launched = false;
+#if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_FP16)
+      if (s.dtype == DType::kFloat16)
+        launched = matmul_detail::wgmma_cuda<half_t>(s, plan.config, plan.b_k_major, stream, true);
+#endif
+#if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16)
+      if (s.dtype == DType::kBFloat16)
+        launched = matmul_detail::wgmma_cuda<bfloat16_t>(s, plan.config, plan.b_k_major, stream, true);
+#endif
+      if (!launched) run_slice(s, plan_tensor_core(s, -1), stream);  // a tensor map the driver rejected
+      return;
+    }
+  }
+  invalid(std::string("no ") + kernel_name(plan.kernel) + " kernel for this dtype in this build");
+}
+
+// Checks the call and returns the kernel family it asks for; an explicit config must belong to it,
+// whatever the sizes.
+MatmulPath checked_path(const MatmulParams& q) {
   if (q.batch < 0 || q.m < 0 || q.n < 0 || q.k < 0) invalid("negative size");
   if (q.m > kMaxDim || q.n > kMaxDim || q.k > kMaxDim) invalid("m, n and k must be below 2^31");
   if (q.dtype != DType::kFloat32 && q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16)
     invalid("unsupported dtype");
   if (q.variant == MatmulVariant::kTensorCore && q.dtype == DType::kFloat32 && !q.allow_tf32)
     invalid("variant tensor_core with float32 needs allow_tf32=True (the tf32 kernel)");
+  if (q.variant == MatmulVariant::kWgmma && q.dtype == DType::kFloat32)
+    invalid("variant wgmma takes float16 or bfloat16 (float32 runs tiled, or tensor_core with allow_tf32)");
 
-  // The kernel family the variant asks for; an explicit config must belong to it, whatever the sizes.
   const bool tensor_cores = q.dtype != DType::kFloat32 || q.allow_tf32;
   const MatmulPath tc_path = q.dtype == DType::kFloat32 ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16;
+  const bool explicit_wgmma_config = q.config >= 0 && q.config < kMatmulNumConfigs &&
+                                     kMatmulConfigs[q.config].path == MatmulPath::kWgmma16;
   MatmulPath path = MatmulPath::kSimt;
   switch (q.variant) {
     case MatmulVariant::kNaive:
@@ -223,11 +420,30 @@ void matmul(const MatmulParams& params, void* stream_ptr) {
       break;
     case MatmulVariant::kTiled: path = MatmulPath::kSimt; break;
     case MatmulVariant::kTensorCore: path = tc_path; break;
-    case MatmulVariant::kAuto: path = tensor_cores ? tc_path : MatmulPath::kSimt; break;
+    case MatmulVariant::kWgmma: path = MatmulPath::kWgmma16; break;
+    case MatmulVariant::kAuto:
+      if (!tensor_cores) {
+        path = MatmulPath::kSimt;
+      } else if (q.dtype != DType::kFloat32 && (q.config == -1 ? wgmma_available(q.dtype) : explicit_wgmma_config)) {
+        path = MatmulPath::kWgmma16;
+      } else {
+        path = tc_path;
+      }
+      break;
     default: invalid("unknown variant " + std::to_string(static_cast<int>(q.variant)));
   }
   if (q.variant != MatmulVariant::kNaive && q.config != -1) resolve_config(path, q.config, q, /*check_fit=*/false);
+  if (path == MatmulPath::kWgmma16 && !wgmma_available(q.dtype))
+    invalid(std::string("the wgmma kernel needs a compute capability 9.0 GPU and a module built for sm_90a") +
+            (wgmma_built(q.dtype) ? "" : " (this module has no sm_90a wgmma kernels for this dtype)"));
+  return path;
+}
 
+}  // namespace
+
+void matmul(const MatmulParams& params, void* stream_ptr) {
+  const MatmulPath path = checked_path(params);
+  const MatmulParams& q = params;
   if (q.batch == 0 || q.m == 0 || q.n == 0) return;  // nothing to write
   if (q.a == nullptr || q.b == nullptr || q.out == nullptr) invalid("null data pointer");
 
@@ -241,15 +457,17 @@ void matmul(const MatmulParams& params, void* stream_ptr) {
     s.a = static_cast<const char*>(p.a) + b0 * p.a_batch_stride * elem_bytes;
     s.b = static_cast<const char*>(p.b) + b0 * p.b_batch_stride * elem_bytes;
     s.out = static_cast<char*>(p.out) + b0 * p.out_batch_stride * elem_bytes;
-    if (s.variant == MatmulVariant::kNaive) {
-      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::naive_launch<scalar_t>(s, stream); });
-    } else if (path == MatmulPath::kSimt) {
-      const int config = resolve_config(MatmulPath::kSimt, s.config, s);
-      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::simt_cuda<scalar_t>(s, config, stream); });
-    } else {
-      run_tensor_core(s, stream);
-    }
+    run_slice(s, plan_slice(s, path, /*probe=*/false), stream);
   }
+}
+
+std::string matmul_plan(const MatmulParams& params) {
+  const MatmulPath path = checked_path(params);
+  if (params.batch == 0 || params.m == 0 || params.n == 0) return "none -1";
+  MatmulParams s = normalized(params);
+  s.batch = std::min(kMaxGridZ, s.batch);
+  const SlicePlan plan = plan_slice(s, path, /*probe=*/true);
+  return std::string(kernel_name(plan.kernel)) + " " + std::to_string(plan.config);
 }
 
 }  // namespace aiter_lite

@@ -1,7 +1,7 @@
 // Interface between the matmul dispatch (matmul.cu) and the translation units that instantiate the
-// kernels (matmul_naive.cu, matmul_simt.cu, matmul_tc_*.cu). The kernels are split over several
-// files only so that a cold JIT build compiles them in parallel; one file held them all and took
-// most of the module's build time.
+// kernels (matmul_naive.cu, matmul_simt.cu, matmul_tc_*.cu, matmul_wgmma_*.cu). The kernels are
+// split over several files only so that a cold JIT build compiles them in parallel; one file held
+// them all and took most of the module's build time.
 //
 // matmul.cu chooses the path, config and operand orientation, then calls the per-dtype launchers
 // declared here. Their definitions (matmul_launch_impl.h) are explicitly instantiated, each in
@@ -83,6 +83,51 @@ void tc_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, 
 extern template void tc_cuda<half_t>(const MatmulParams&, int, bool, bool, gpuStream_t);      // matmul_tc_fp16.cu
 extern template void tc_cuda<bfloat16_t>(const MatmulParams&, int, bool, bool, gpuStream_t);  // matmul_tc_bf16.cu
 extern template void tc_cuda<float>(const MatmulParams&, int, bool, bool, gpuStream_t);       // matmul_tc_tf32.cu
+#endif
+
+// ---- Hopper path (wgmma + TMA): which layouts it takes ---------------------------------------------
+// The kernel reads both operands through TMA tensor maps, which need a 16-byte aligned base and
+// strides that are multiples of 16 bytes (8 fp16/bf16 elements) along every dim but the contiguous
+// one. A must be K-contiguous; B N-contiguous (b) or K-contiguous (w.t()). A dim of size 1 takes
+// any stride, and a batch stride of 0 broadcasts. Strides in elements, normalized (matmul.cu).
+enum class WgmmaBLayout { kNMajor, kKMajor, kUnsupported };
+
+inline bool wgmma_stride_ok(int64_t size, int64_t stride) { return size == 1 || (stride > 0 && stride % 8 == 0); }
+inline bool wgmma_batch_stride_ok(int64_t batch, int64_t stride) {
+  return batch == 1 || stride == 0 || (stride > 0 && stride % 8 == 0);
+}
+
+inline bool wgmma_a_ok(const MatmulParams& p) {
+  return aligned(p.a, 16) && (p.a_col_stride == 1 || p.k == 1) && wgmma_stride_ok(p.m, p.a_row_stride) &&
+         wgmma_batch_stride_ok(p.batch, p.a_batch_stride);
+}
+
+inline WgmmaBLayout wgmma_b_layout(const MatmulParams& p) {
+  if (!aligned(p.b, 16) || !wgmma_batch_stride_ok(p.batch, p.b_batch_stride)) return WgmmaBLayout::kUnsupported;
+  const bool n_major = (p.b_col_stride == 1 || p.n == 1) && wgmma_stride_ok(p.k, p.b_row_stride);
+  const bool k_major = (p.b_row_stride == 1 || p.k == 1) && wgmma_stride_ok(p.n, p.b_col_stride);
+  // Both, with a size-1 dim: make the longer dim the contiguous (TMA-box inner) one.
+  if (n_major && k_major) return p.n == 1 ? WgmmaBLayout::kKMajor : WgmmaBLayout::kNMajor;
+  return n_major ? WgmmaBLayout::kNMajor : k_major ? WgmmaBLayout::kKMajor : WgmmaBLayout::kUnsupported;
+}
+
+#if defined(AITER_LITE_CUDA)
+// Hopper kernel with the table's config `config` (a kWgmma16 config), T = half_t or bfloat16_t.
+// Defined in matmul_wgmma.cuh and instantiated in matmul_wgmma_fp16.cu / matmul_wgmma_bf16.cu,
+// which the registry compiles for sm_90a only; the JIT then defines AITER_LITE_HAS_MATMUL_WGMMA_FP16
+// / _BF16 for the whole module, and only then may these be called (on a compute capability 9.0
+// device). The layout must pass wgmma_a_ok and wgmma_b_layout (b_k_major: kKMajor). Builds the two
+// tensor maps and, if `launch`, launches; returns false, launching nothing, when the driver rejects
+// a tensor map or the grid would be too large (the caller then runs the mma.sync kernel).
+template <typename T>
+bool wgmma_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch);
+
+#if defined(AITER_LITE_HAS_MATMUL_WGMMA_FP16)
+extern template bool wgmma_cuda<half_t>(const MatmulParams&, int, bool, gpuStream_t, bool);  // matmul_wgmma_fp16.cu
+#endif
+#if defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16)
+extern template bool wgmma_cuda<bfloat16_t>(const MatmulParams&, int, bool, gpuStream_t, bool);  // matmul_wgmma_bf16.cu
+#endif
 #endif
 
 }  // namespace matmul_detail

@@ -159,4 +159,8 @@ void matmul(const MatmulParams& p, void* /*stream: CPU*/) {
   dispatch_dtype(p.dtype, "matmul", [&](auto tag) { matmul_impl<typename decltype(tag)::type>(p); });
 }
 
+std::string matmul_plan(const MatmulParams& p) {
+  return p.batch <= 0 || p.m <= 0 || p.n <= 0 ? "none -1" : "cpu -1";
+}
+
 }  // namespace aiter_lite

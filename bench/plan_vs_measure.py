@@ -1,0 +1,402 @@
+"""The tile planner's ranking against measurement: every table config of the path, on a few shapes.
+
+For each shape and mode (fp16, bf16: the tensor_core_16 configs; fp32: strict, the SIMT configs;
+tf32: fp32 with TF32 allowed, the tensor_core_tf32 configs) it times every config of the path that
+fits the GPU's shared memory (`aiter_lite.matmul(a, b, out, variant=..., config=i)`), the default
+call (variant "auto", config -1: what a user gets, autotuning off), the same call autotuned
+(aiter_lite.tuning.autotune with a private tuned-config file: the tuning happens before the timing)
+and torch.matmul, checks each result once against a float64 reference, and compares with the planner's
+order (`planner.table_order`, what `choose_config` and the autotuner use): the measured best config,
+the planner's top 3, the rank the planner gave the measured best, and how much slower the planner's #1
+measured than the best. Configs of paths the planner does not model are not timed.
+
+Timing: medians of triton.testing.do_bench (CUDA events, L2 flushed before every call) when triton
+is there, else aiter_lite.testing.bench (the same method); fresh random normal data per shape and
+dtype, outputs preallocated.
+
+    python bench/plan_vs_measure.py [--quick] [--out PATH]           # on a CUDA GPU, ~2-3 min on an H100
+    python bench/plan_vs_measure.py --dry-run [--device h100]        # any machine: what would be measured
+    python bench/plan_vs_measure.py --from-json PATH [--update-docs docs/planner.md]
+
+Writes {"device", "date", "torch", "planner_device", "records": [{"M", "N", "K", "dtype", "impl",
+"config", "us", "tflops", "rel_err", "ok"}], "comparisons": [...]} (impl "cublas", "aiter_lite",
+"aiter_lite_auto" (variant auto, config -1) or "aiter_lite_tuned" (the same, autotuned; config: the
+one the tuner chose, -1 for the kernel's own);
+default PATH bench/results/plan_vs_measure_<gpu>.json) and prints the markdown table last; exits 1
+if a config's result is off. --from-json prints the tables of a written file again; --update-docs
+also puts them between the PLAN VS MEASURE markers of that file.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+from aiter_lite.tuning.matmul_configs import configs_for  # noqa: E402
+from aiter_lite.tuning.planner import rank_table_configs, table_order  # noqa: E402
+
+# (M, N, K): big square (compute bound, many configs tie in the model), a mid square, a K-heavy small
+# output (few tiles: wave quantization), a skinny-M GEMM and a decode-like one (memory bound), and an
+# LLM MLP shape (N = 11008: partial tiles along N). 8192^3 behaves like 4096^3 in the model and costs
+# the most time, so it is left to --shapes.
+SHAPES = [(4096, 4096, 4096), (2048, 2048, 2048), (1024, 1024, 4096), (128, 8192, 8192), (16, 4096, 4096),
+          (4096, 11008, 4096)]
+QUICK_SHAPES = [(4096, 4096, 4096), (128, 8192, 8192)]
+# mode -> (config path, planner dtype, aiter_lite variant, allow_tf32)
+MODES = {"fp16": ("tensor_core_16", "fp16", "tensor_core", False),
+         "bf16": ("tensor_core_16", "bf16", "tensor_core", False),
+         "fp32": ("simt", "fp32", "tiled", False),
+         "tf32": ("tensor_core_tf32", "tf32", "tensor_core", True)}
+# Relative Frobenius error allowed against float64 (tests/test_gpu_matmul.py).
+TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2, "fp32": 1e-5, "tf32": 6e-4}
+DOCS_BEGIN = "<!-- BEGIN PLAN VS MEASURE (bench/plan_vs_measure.py --update-docs) -->"
+DOCS_END = "<!-- END PLAN VS MEASURE -->"
+
+
+def gpu_slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def tflops(m: int, n: int, k: int, us: float) -> float:
+    return 2.0 * m * n * k / (us * 1e-6) / 1e12
+
+
+def parse_shapes(text: str) -> list:
+    shapes = []
+    for part in text.split(","):
+        dims = [int(x) for x in part.lower().split("x")]
+        if len(dims) != 3 or min(dims) < 1:
+            raise argparse.ArgumentTypeError(f"shape {part!r}: expected MxNxK with positive sizes")
+        shapes.append(tuple(dims))
+    return shapes
+
+
+# ---- the plan (no GPU needed) -------------------------------------------------------------------
+
+
+def planned(shape, mode: str, model, max_smem: int) -> dict:
+    """What gets timed for one shape and mode, and the planner's view of it."""
+    m, n, k = shape
+    path, pdtype, variant, tf32 = MODES[mode]
+    elem = 2 if mode in ("fp16", "bf16") else 4
+    fits = [c.index for c in configs_for(path) if c.smem_bytes(elem) <= max_smem]
+    ests = {e.config.index: e for e in rank_table_configs(m, n, k, pdtype, model, path=path)}
+    order = [e.config.index for e in table_order(ests.values())]
+    return {"M": m, "N": n, "K": k, "dtype": mode, "path": path, "variant": variant, "allow_tf32": tf32,
+            "configs": fits, "planner_order": order,
+            "predicted_us": {str(i): (round(e.predicted_us, 2) if math.isfinite(e.predicted_us) else None)
+                             for i, e in ests.items()},
+            "pruned": {str(i): e.reasons for i, e in ests.items() if e.pruned}}
+
+
+def dry_run(shapes, modes, model, max_smem: int) -> int:
+    print(f"planner device model: {model.name}; shared memory per block {max_smem // 1024} KB")
+    n_timings = 0
+    for shape in shapes:
+        for mode in modes:
+            p = planned(shape, mode, model, max_smem)
+            n_timings += len(p["configs"]) + 2
+            top = ", ".join(f"{i} ({p['predicted_us'][str(i)]:.1f} us)" for i in p["planner_order"][:3])
+            print(f"{'x'.join(map(str, shape)):>16} {mode}: torch.matmul, auto + configs {p['configs']} "
+                  f"(variant={p['variant']}, allow_tf32={p['allow_tf32']}); planner top 3: {top}")
+    print(f"{n_timings} timings, each result checked once against float64")
+    return 0
+
+
+# ---- measurement (CUDA) -------------------------------------------------------------------------
+
+
+def measure(args) -> int:
+    import tempfile
+
+    import torch
+
+    import aiter_lite
+    from aiter_lite.testing import bench
+    from aiter_lite.tuning import autotune
+    from aiter_lite.tuning.hardware import device_from_torch, get_device
+
+    if args.cpu:  # a smoke test of this script: the CPU kernel ignores variant and config
+        device, dev_name, model = torch.device("cpu"), "cpu (smoke test: configs not used)", get_device(args.device)
+        sms, max_smem = model.sm_count, model.smem_per_block
+    elif not torch.cuda.is_available():
+        print("plan_vs_measure: needs a CUDA GPU (use --dry-run to list the measurements)", file=sys.stderr)
+        return 2
+    else:
+        props = torch.cuda.get_device_properties(0)
+        device, dev_name, model = torch.device("cuda"), torch.cuda.get_device_name(), device_from_torch()
+        sms = props.multi_processor_count
+        max_smem = int(getattr(props, "shared_memory_per_block_optin", 0) or model.smem_per_block)
+    try:
+        if device.type != "cuda":
+            raise ImportError
+        from triton.testing import do_bench
+
+        def time_us(fn):
+            return do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median") * 1e3
+        timer = "triton.testing.do_bench"
+    except ImportError:
+        def time_us(fn):
+            return bench(fn, device, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)["us"]
+        timer = "aiter_lite.testing.bench"
+
+    out_path = args.out or HERE / "results" / f"plan_vs_measure_{gpu_slug(dev_name)}.json"
+    print(f"device: {dev_name} ({sms} SMs), torch {torch.__version__}, timer {timer}; "
+          f"planner model: {model.name}", flush=True)
+    t_start = time.time()
+    gen = torch.Generator(device=device).manual_seed(0)
+    records, comparisons, bad = [], [], []
+    tune_dir = Path(tempfile.mkdtemp(prefix="plan_vs_measure_"))
+    tuner = autotune.Autotuner(autotune.TunedConfigStore(tune_dir / autotune.FILE_NAME, tune_dir / "locks"))
+    autotune.configure(enabled=False)  # the default call is measured untuned, whatever the environment
+
+    def set_tf32(on: bool) -> None:  # torch.matmul's TF32 switch (deprecated spelling on new torch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.backends.cuda.matmul.allow_tf32 = on
+
+    for shape in args.shapes:
+        m, n, k = shape
+        inputs = {}
+        for mode in args.modes:
+            p = planned(shape, mode, model, max_smem)
+            dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(mode, torch.float32)
+            if dtype not in inputs:  # fp32 and tf32 share inputs and reference
+                a = torch.randn(m, k, device=device, generator=gen).to(dtype)
+                b = torch.randn(k, n, device=device, generator=gen).to(dtype)
+                inputs[dtype] = (a, b, torch.matmul(a.double(), b.double()))
+            a, b, ref = inputs[dtype]
+            ref_norm = ref.norm().item()
+            out = torch.empty(m, n, device=device, dtype=dtype)
+            tf32 = p["allow_tf32"]
+
+            def check(fn) -> float:
+                out.fill_(float("nan"))
+                fn()
+                return ((out.double() - ref).norm().item() / ref_norm) if ref_norm else float("nan")
+
+            def record(impl, config, us, err):
+                ok = err <= TOLERANCE[mode]  # NaN (an unwritten output) fails too
+                rec = {"M": m, "N": n, "K": k, "dtype": mode, "impl": impl, "config": config, "us": round(us, 2),
+                       "tflops": round(tflops(m, n, k, us), 2), "rel_err": float(f"{err:.3g}"), "ok": ok}
+                records.append(rec)
+                print(f"  {m}x{n}x{k} {mode:4s} {impl:15s} cfg {config:2d}: {us:10.1f} us "
+                      f"{rec['tflops']:7.1f} TFLOP/s  err {err:.2e}{'' if ok else '  FAIL'}", flush=True)
+                if impl != "cublas" and not ok:
+                    bad.append(rec)
+                return rec
+
+            set_tf32(tf32)
+            torch_fn = lambda: torch.matmul(a, b, out=out)  # noqa: E731
+            err = check(torch_fn)
+            cublas = record("cublas", -1, time_us(torch_fn), err)
+            auto_fn = lambda: aiter_lite.matmul(a, b, out, allow_tf32=tf32)  # noqa: E731
+            err = check(auto_fn)  # the first call also builds the module
+            auto = record("aiter_lite_auto", -1, time_us(auto_fn), err)
+            tuned = tuned_config = None
+            if device.type == "cuda":  # the tuner needs CUDA events
+                autotune.configure(enabled=True, tuner=tuner)
+                n_tuned = tuner.tunings
+                err = check(auto_fn)  # tunes (not timed)
+                tuned_config = tuner.select(a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0), tf32, "auto",
+                                            no_launch)  # what the call above chose: a lookup now
+                tuned = record("aiter_lite_tuned", tuned_config, time_us(auto_fn), err)
+                autotune.configure(enabled=False)
+                if tuner.tunings != n_tuned + 1:
+                    print(f"  note: the autotuner tuned {tuner.tunings - n_tuned} times for this call", flush=True)
+            measured = {}
+            for cfg in p["configs"]:
+                fn = (lambda c=cfg: aiter_lite.matmul(a, b, out, allow_tf32=tf32, variant=p["variant"], config=c))
+                err = check(fn)
+                measured[cfg] = record("aiter_lite", cfg, time_us(fn), err)["us"]
+            set_tf32(False)
+            comparisons.append(compare(p, measured, cublas["us"], auto["us"],
+                                       None if tuned is None else tuned["us"], tuned_config))
+        del inputs
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    doc = {"device": dev_name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "torch": torch.__version__, "timer": timer, "planner_device": model.name,
+           "seconds": round(time.time() - t_start, 1), "records": records, "comparisons": comparisons}
+    autotune.reset()
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(dump_json(doc))
+    print(f"\nwrote {out_path} ({doc['seconds']} s)\n")
+    print(markdown(doc))
+    if bad:
+        print(f"FAILED: {len(bad)} aiter_lite results exceed the tolerance", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ---- comparison and tables (pure Python) --------------------------------------------------------
+
+
+def _ranks(values):
+    """1-based ranks, ties averaged."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for t in range(i, j + 1):
+            ranks[order[t]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(xs, ys):
+    """Spearman's rank correlation of two equally long sequences (None below 3 points or no spread)."""
+    if len(xs) < 3:
+        return None
+    rx, ry = _ranks(xs), _ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx, vy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
+    return None if vx == 0 or vy == 0 else cov / math.sqrt(vx * vy)
+
+
+def no_launch(*args):
+    raise AssertionError("the autotuner launched a kernel for a call it had tuned")
+
+
+def compare(p: dict, measured: dict, cublas_us: float, auto_us: float, tuned_us=None, tuned_config=None) -> dict:
+    """The planner against the measured times (config -> us) of one shape and mode; auto_us: the
+    default call (variant auto, config -1); tuned_us, tuned_config: the same call autotuned."""
+    best = min(measured, key=lambda c: (measured[c], c))
+    order = [c for c in p["planner_order"] if c in measured]
+    pick = order[0] if order else None
+    pred = p["predicted_us"]
+    both = [c for c in measured if pred.get(str(c)) is not None]
+    rho = spearman([pred[str(c)] for c in both], [measured[c] for c in both])
+    best_pred = pred.get(str(best))
+    # the model gave the measured best the same time as its #1 (to 4 digits, as table_order compares)
+    tied = (pick is not None and best_pred is not None and pred.get(str(pick)) is not None
+            and f"{best_pred:.4g}" == f"{pred[str(pick)]:.4g}")
+    return {"M": p["M"], "N": p["N"], "K": p["K"], "dtype": p["dtype"], "path": p["path"],
+            "measured_best": best, "measured_best_us": measured[best], "measured_best_predicted_us": best_pred,
+            "planner_top3": order[:3], "planner_rank_of_best": order.index(best) + 1 if best in order else None,
+            "best_tied_with_pick": tied,
+            "planner_pick": pick, "planner_pick_us": measured.get(pick),
+            "planner_pick_slowdown": round(measured[pick] / measured[best], 3) if pick is not None else None,
+            "planner_pick_predicted_us": pred.get(str(pick)) if pick is not None else None,
+            "auto_us": auto_us, "auto_slowdown": round(auto_us / measured[best], 3),
+            "tuned_config": tuned_config, "tuned_us": tuned_us,
+            "tuned_slowdown": None if tuned_us is None else round(tuned_us / measured[best], 3),
+            "cublas_us": cublas_us, "spearman": None if rho is None else round(rho, 3),
+            "measured_us": {str(c): measured[c] for c in sorted(measured)}, "predicted_us": pred}
+
+
+def dump_json(doc: dict) -> str:
+    """JSON with one record (and one comparison) per line: diffs of two runs stay readable."""
+    lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in doc.items()
+                     if k not in ("records", "comparisons")]
+    for name in ("records", "comparisons"):
+        rows = doc.get(name, [])
+        lines += [f' "{name}": [', ",\n".join("  " + json.dumps(r) for r in rows),
+                  " ]," if name == "records" else " ]"]
+    return "\n".join(lines + ["}"]) + "\n"
+
+
+def _fmt(x, spec=".1f", none="-"):
+    return none if x is None else format(x, spec)
+
+
+def markdown(doc: dict) -> str:
+    """The comparison table (and a line on where it came from) from a plan_vs_measure JSON."""
+    lines = [f"{doc['device']}, {doc['date'][:10]}, torch {doc.get('torch', '?')}, {doc.get('timer', '?')}; "
+             f"planner model: {doc.get('planner_device', '?')}. Times in us (medians); TFLOP/s of the measured best.",
+             "",
+             "| M×N×K | dtype | measured best: config, us (TFLOP/s) | its predicted us | planner top 3 | "
+             "planner rank of best | planner #1: measured us (predicted) | #1 vs best | default call vs best | "
+             "autotuned: config, vs best | rank corr. | cuBLAS us |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for c in doc["comparisons"]:
+        m, n, k = c["M"], c["N"], c["K"]
+        best_tf = tflops(m, n, k, c["measured_best_us"])
+        rank = _fmt(c["planner_rank_of_best"], "d")
+        if c.get("best_tied_with_pick") and c["planner_rank_of_best"] != 1:
+            rank += " (tied with #1)"
+        lines.append(
+            f"| {m}×{n}×{k} | {c['dtype']} | {c['measured_best']}: {c['measured_best_us']:.1f} ({best_tf:.1f}) | "
+            f"{_fmt(c.get('measured_best_predicted_us'))} | {', '.join(map(str, c['planner_top3'])) or '-'} | {rank} | "
+            f"{c['planner_pick']}: {_fmt(c['planner_pick_us'])} ({_fmt(c['planner_pick_predicted_us'])}) | "
+            f"{_fmt(c['planner_pick_slowdown'], '.2f')}× | {_fmt(c.get('auto_slowdown'), '.2f')}× | "
+            f"{_fmt(c.get('tuned_config'), 'd')}: {_fmt(c.get('tuned_slowdown'), '.2f')}× | "
+            f"{_fmt(c['spearman'], '.2f')} | {c['cublas_us']:.1f} |")
+    n = len(doc["comparisons"])
+    hits = sum(1 for c in doc["comparisons"] if c["planner_rank_of_best"] == 1)
+    top3 = sum(1 for c in doc["comparisons"] if c["planner_rank_of_best"] is not None and c["planner_rank_of_best"] <= 3)
+    worst = max(doc["comparisons"], key=lambda c: c["planner_pick_slowdown"] or 0, default=None)
+    lines += ["", f"Planner's #1 is the measured best in {hits} of {n} cases, in its top 3 in {top3} of {n}"
+              + (f"; worst #1: {worst['planner_pick_slowdown']:.2f}× the best ({worst['M']}×{worst['N']}×{worst['K']} "
+                 f"{worst['dtype']})." if worst else ".")]
+    ours = [r for r in doc["records"] if r.get("impl") != "cublas"]
+    failed = [r for r in ours if not r.get("ok", True)]
+    lines.append(f"{len(ours)} aiter_lite results checked against float64, {len(failed)} over the tolerance.")
+    return "\n".join(lines)
+
+
+def update_docs(doc_path: Path, table: str) -> None:
+    text = doc_path.read_text()
+    i, j = text.find(DOCS_BEGIN), text.find(DOCS_END)
+    if i < 0 or j < i:
+        raise SystemExit(f"error: {doc_path} has no '{DOCS_BEGIN}' ... '{DOCS_END}' block")
+    doc_path.write_text(text[:i + len(DOCS_BEGIN)] + "\n" + table + "\n" + text[j:])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shapes", type=parse_shapes, default=None, help="MxNxK,... (default: six shapes, see SHAPES)")
+    p.add_argument("--dtypes", default="fp16,bf16,fp32,tf32", help="modes: fp16,bf16,fp32 (strict),tf32")
+    p.add_argument("--quick", action="store_true", help="two shapes, shorter timing")
+    p.add_argument("--warmup-ms", type=float, default=None, help="warm-up per timing (default 25; quick 10)")
+    p.add_argument("--rep-ms", type=float, default=None, help="timed time per measurement (default 100; quick 40)")
+    p.add_argument("--out", type=Path, default=None, help="JSON (default bench/results/plan_vs_measure_<gpu>.json)")
+    p.add_argument("--dry-run", action="store_true", help="list the measurements and the planner's top 3; no GPU")
+    p.add_argument("--device", default="h100", help="--dry-run, --cpu: planner device model (default h100)")
+    p.add_argument("--cpu", action="store_true", help="run the measurement loop on the CPU: a smoke test of this "
+                   "script (the CPU kernel ignores variant and config; the times mean nothing)")
+    p.add_argument("--from-json", type=Path, help="print the tables of a written JSON; measure nothing")
+    p.add_argument("--update-docs", type=Path, help="with --from-json: replace the PLAN VS MEASURE block of this file")
+    args = p.parse_args(argv)
+    args.modes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    unknown = [d for d in args.modes if d not in MODES]
+    if unknown:
+        p.error(f"unknown dtype(s) {unknown}; choose from {', '.join(MODES)}")
+    args.shapes = args.shapes or (QUICK_SHAPES if args.quick else SHAPES)
+    args.warmup_ms = args.warmup_ms or (10.0 if args.quick else 25.0)
+    args.rep_ms = args.rep_ms or (40.0 if args.quick else 100.0)
+
+    if args.update_docs and not args.from_json:
+        p.error("--update-docs goes with --from-json")
+    if args.from_json:
+        table = markdown(json.loads(args.from_json.read_text()))
+        print(table)
+        if args.update_docs:
+            update_docs(args.update_docs, table)
+            print(f"\nupdated {args.update_docs}")
+        return 0
+    if args.dry_run:
+        from aiter_lite.tuning.hardware import get_device
+
+        model = get_device(args.device)
+        return dry_run(args.shapes, args.modes, model, model.smem_per_block)
+    return measure(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

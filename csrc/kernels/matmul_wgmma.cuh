@@ -1,0 +1,788 @@
+// Hopper (sm_90a) matmul for fp16/bf16: TMA + mbarrier pipeline, warp-specialized warpgroups,
+// wgmma with fp32 accumulators, persistent grid, optional 2-CTA clusters with TMA multicast,
+// optional split-K over a cluster (partials added through distributed shared memory), optional
+// overlap of part of a tile's stores with the next tile's MMAs.
+//
+// Shape of the kernel (one CTA per SM, looping over output tiles):
+//
+//   warpgroup 0 (producer, 40 registers): one thread issues the TMA loads of every k-tile of
+//       every tile this CTA (cluster) owns into a kStages-deep ring of shared stages. Per stage:
+//       wait until the stage is empty, arm its "full" mbarrier with the stage's byte count, issue
+//       the copies (they complete their bytes on that barrier). Out-of-bounds boxes (M, N and K
+//       tails) are zero-filled by the copy engine, so the consumers never test bounds.
+//   warpgroups 1.. (consumers, 232 registers): consumer c owns rows [c * kWgRows, +kWgRows) of
+//       the BM x BN tile in fp32 registers (kWgRows / 64 wgmma m64nBNk16 per k16 step, BN = 64,
+//       128, 192 or 256). Per stage:
+//       wait on "full", issue 4 k16 steps of wgmma, commit, wait until the *previous* stage's
+//       wgmma group is done (one group stays in flight) and release that stage ("empty" barrier,
+//       one arrival per consumer warp and per CTA of the cluster). After the last k-tile: drain,
+//       then the epilogue (below), then the next tile.
+//
+// Epilogue, per consumer warp and 16 x 64 piece of its accumulators: convert to the output type,
+// stmatrix into the warp's own 2 KB shared buffer, read it back as 16-byte row chunks and store
+// those (one 16-byte store each where out rows are contiguous and aligned; element by element,
+// clipped at the M / N edges, otherwise). The stores of a warp then cover whole 128-byte row
+// segments, and the bounds tests are per chunk rather than per accumulator pair, which kept the
+// 128 accumulators of a 64 x 256 consumer from spilling.
+//
+// Overlapped epilogue (epilogue_overlap = d > 0, wgmma_consumer_overlap): the last d pieces of each
+// warp's rows are only staged (stmatrix into d 2 KB slots); their read-back and global stores run
+// inside the next tile's mainloop, once its first two k-tiles are issued, so that the tensor cores
+// are busy while they drain. Nothing extra is held in registers (a first version that held the
+// converted outputs in registers spilled at 64 x 256 per consumer).
+//
+// Shared memory (dynamic, aligned up to 1024 bytes: the 128-byte swizzle's atom):
+//   A stages  kStages x [kBM rows][64 k]           K-major, 128-byte rows, TMA box {64, kBM}
+//   B stages  kStages x  K-major: [kBN rows][64 k]  box {64, kBN / kCluster}
+//                        N-major: kBN / 64 column blocks of [64 k rows][64 n], box {64, 64} each
+//   epilogue  one [16 rows][64 columns] 16-bit slot per consumer warp (d with epilogue_overlap =
+//             d > 1), 16-byte chunks of row r XOR-swizzled by r % 8 (stmatrix writes 8 rows of one
+//             chunk column, the read-back 8 chunks of one row: both conflict-free)
+//   partial   split-K configs only: BM x BN fp32, in accumulator-fragment order (float4 f of
+//             consumer thread t at (f * 128 + t) * 16 bytes: every access a full 512-byte warp row)
+//   mbarriers full[kStages], empty[kStages]
+// Operand layouts: A K-contiguous (row-major [M, K]); B either N-contiguous (row-major [K, N]) or
+// K-contiguous (b = w.t() for a [N, K] weight), the latter through wgmma's transpose bit. Other
+// layouts, and strides TMA cannot describe, run the mma.sync kernel (matmul.cu decides).
+//
+// Clusters (kCluster = 2): the two CTAs of a cluster take vertically adjacent tiles (same n0), so
+// they need the same B tile. Each loads half of it and multicasts the half to both, and each
+// stage's "empty" barrier collects the consumer warps of both CTAs before either producer refills
+// it (the peer's multicast writes into this CTA's stage too). Both CTAs walk the same tile list;
+// one whose tile lies below M still loads and releases (its rows are zero-filled, its stores
+// clipped), so that its partner's pipeline keeps moving.
+//
+// Split-K (kSplitK = 2 or 4; csrc/include/matmul_configs.h): a cluster of kSplitK CTAs takes one
+// output tile; CTA r runs k-tiles [r * k_tiles / kSplitK, (r + 1) * k_tiles / kSplitK) through its
+// own ring (no multicast: the CTAs load different K ranges). Then every CTA but the leader (rank 0)
+// writes its fp32 accumulators to its "partial" buffer, all threads of the cluster meet at a cluster
+// barrier (release / acquire: the partials are visible cluster-wide), the leader's consumer threads
+// add rank 1, 2, ... partials from the peers' shared memory (ld.shared::cluster, the same fragment
+// position as their own registers, in rank order: the sum, so the result, does not depend on timing)
+// and run the ordinary epilogue, and a second cluster barrier keeps every peer's shared memory alive
+// until the leader has read it. A CTA whose K range is empty (k_tiles < kSplitK) contributes zeros.
+// These configs are not persistent: the grid is one cluster per tile, each runs one work unit.
+//
+// The tile order is persistent and grouped: work unit u (a cluster's pair of tiles, or one tile)
+// goes to cluster u mod (clusters in the grid); units walk kGroupM unit-rows down M before moving
+// along N, so the units in flight share A row-panels and B column-panels in L2. Batch entries are
+// further units (each operand's tensor map has a batch dim; stride-0 batches use coordinate 0).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (a kernel parameter)
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "matmul_common.cuh"
+#include "matmul_configs.h"
+#include "matmul_launch_impl.h"  // ensure_dynamic_smem, out_vec_ok, with_config, with_bool
+#include "sm90.cuh"
+#include "tma_desc.h"
+#include "wgmma.cuh"
+
+#if defined(AITER_LITE_CUDA)
+
+namespace aiter_lite {
+namespace matmul_detail {
+
+template <typename T, int kConfig, bool kBKMajor_>
+struct WgmmaMatmulTraits {
+  using elem_t = T;
+  using tag_t = typename std::conditional<std::is_same<T, half_t>::value, wgmma::WgmmaF16, wgmma::WgmmaBF16>::type;
+  static_assert(std::is_same<T, half_t>::value || std::is_same<T, bfloat16_t>::value, "fp16 or bf16");
+  static constexpr MatmulTileConfig kCfg = kMatmulConfigs[kConfig];
+  static_assert(kCfg.path == MatmulPath::kWgmma16, "config is for another path");
+
+  static constexpr bool kBKMajor = kBKMajor_;  // B contiguous along K (else along N)
+  static constexpr int kBM = kCfg.bm, kBN = kCfg.bn, kBK = kCfg.bk, kStages = kCfg.stages;
+  static constexpr int kCluster = kCfg.cluster_m;               // CTAs per cluster along M (multicast B)
+  static constexpr int kSplitK = kCfg.split_k;                  // CTAs per cluster along K (split-K)
+  static constexpr int kClusterSize = kCluster * kSplitK;
+  // 64-column pieces per consumer warp whose global stores wgmma_consumer_overlap defers into the
+  // next tile's mainloop (0: wgmma_consumer); each waits in a 2 KB slot of the warp's epilogue buffer.
+  static constexpr int kDeferredPieces = kCfg.epilogue_overlap;
+  static constexpr bool kOverlapEpilogue = kDeferredPieces > 0;
+  static constexpr int kEpiSlots = kOverlapEpilogue ? kDeferredPieces : 1;
+  static constexpr int kConsumers = kCfg.warps_m / 4;         // consumer warpgroups
+  static constexpr int kWgRows = kBM / kConsumers;            // rows of the tile per consumer
+  static constexpr int kMBlocks = kWgRows / 64;               // wgmma m64 blocks per consumer
+  static constexpr int kThreads = matmul_config_threads(kCfg);
+  static constexpr int kKSteps = kBK / 16;                    // wgmma k16 steps per k-tile
+  static constexpr int kAccRegs = kBN / 2;                    // fp32 accumulators per m64 block per thread
+  static constexpr int kAccF4 = kMBlocks * kAccRegs / 4;      // the same, in float4
+  static constexpr int kGroupM = 8;                           // unit-rows per raster group
+
+  // Register split after setmaxnreg (65536 per SM): 128 * 40 + 256 * 232 = 64512. With one consumer
+  // the launch bound already gives every thread up to 255 registers, so nothing is moved.
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+
+  // Shared-memory layout (offsets from the 1024-aligned base).
+  static constexpr int kRowBytes = kBK * 2;                   // 128: one swizzle row
+  static constexpr int kAStageBytes = kBM * kRowBytes;
+  static constexpr int kBStageBytes = kBN * kRowBytes;
+  static constexpr int kBColumnBlockBytes = kBK * 128;        // N-major: one 64-wide block of kBK rows
+  static constexpr int kStageTxBytes = kAStageBytes + kBStageBytes;  // every byte lands in every CTA
+  static constexpr int kEpiWarpBytes = kMatmulWgmmaEpilogueBytesPerWarp * kEpiSlots;  // slots of [16][64] 16-bit
+  static constexpr int kAOffset = 0;
+  static constexpr int kBOffset = kStages * kAStageBytes;
+  static constexpr int kEpiOffset = kBOffset + kStages * kBStageBytes;
+  static constexpr int kRedOffset = kEpiOffset + 4 * kConsumers * kEpiWarpBytes;  // split-K partial
+  static constexpr int kRedConsumerBytes = kSplitK > 1 ? kAccF4 * 128 * 16 : 0;
+  static constexpr int kBarOffset = kRedOffset + kConsumers * kRedConsumerBytes;
+  static constexpr int kSmemBytes = static_cast<int>(matmul_config_smem_bytes(kCfg, 2));
+
+  static_assert(kCfg.warps_n == 1 && kCfg.warps_m % 4 == 0 && (kConsumers == 1 || kConsumers == 2),
+                "one or two consumer warpgroups stacked along M");
+  static_assert(kBK == 64, "BK is one 128-byte swizzle row of 16-bit elements");
+  static_assert(kWgRows % 64 == 0 && (kMBlocks == 1 || kMBlocks == 2), "a consumer owns 64 or 128 rows");
+  static_assert(kBN == 64 || kBN == 128 || kBN == 192 || kBN == 256, "wgmma wrappers exist for N = 64, 128, 192, 256");
+  static_assert(kBM <= 256 && kBN <= 256, "a TMA box dim is at most 256");
+  static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs along M");
+  static_assert(kCluster == 1 || (kBN / 64) % kCluster == 0, "each CTA of a cluster multicasts whole column blocks");
+  static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4, "split-K over 1, 2 or 4 CTAs");
+  static_assert(kCluster == 1 || kSplitK == 1, "a cluster splits M or K, not both");
+  static_assert(kConsumers * kRedConsumerBytes == (kSplitK > 1 ? kBM * kBN * 4 : 0), "partial: BM x BN fp32");
+  static_assert(kStages >= 2 && 2 * kStages * 8 <= 1024, "mbarriers fit their 1024 bytes");
+  static_assert(kAStageBytes % 1024 == 0 && kBStageBytes % 1024 == 0, "stages start on swizzle atoms");
+  static_assert(kMatmulWgmmaEpilogueBytesPerWarp == 16 * 64 * 2, "epilogue slot: 16 rows x 64 columns of 16-bit outputs");
+  static_assert(kDeferredPieces >= 0 && kDeferredPieces <= kBN / 64 && (kDeferredPieces == 0 || kSplitK == 1),
+                "deferred epilogue pieces: at most BN / 64, persistent configs only");
+  static_assert(kBarOffset + 1024 + 1024 == kSmemBytes, "layout disagrees with matmul_config_smem_bytes");
+  static_assert(kCluster * kConsumers * 4 < (1 << 20), "arrival count");
+};
+
+// Kernel arguments besides the two tensor maps. Work units: total_units = batch * units_per_batch,
+// units_per_batch = units_m * tiles_n, units_m = ceil(tiles_m / kCluster).
+template <typename T>
+struct WgmmaArgs {
+  T* out;
+  int64_t out_batch_stride, out_row_stride, out_col_stride;
+  int32_t m, n, k;
+  int32_t k_tiles;
+  int32_t tiles_n, units_m, units_per_batch, total_units;
+  int32_t a_batched, b_batched;  // 1: the operand's tensor map has the batch dim; 0: broadcast (coordinate 0)
+  bool out_vec;                  // out rows contiguous, row/batch strides multiples of 8, pointer 16-byte aligned
+};
+
+struct WgmmaTile {
+  int32_t m0, n0, z;
+};
+
+// Work unit -> tile of CTA `rank` of the cluster (grouped order, see the top of this file). rank
+// picks the tile of an M cluster; the CTAs of a split-K cluster share the unit's one tile.
+template <class Traits>
+__device__ __forceinline__ WgmmaTile wgmma_tile(int32_t unit, const WgmmaArgs<typename Traits::elem_t>& args,
+                                                uint32_t rank) {
+  if constexpr (Traits::kCluster == 1) rank = 0;
+  constexpr int32_t kGroupM = Traits::kGroupM;
+  const int32_t z = unit / args.units_per_batch;
+  const int32_t r = unit - z * args.units_per_batch;
+  const int32_t group_size = kGroupM * args.tiles_n;
+  const int32_t group = r / group_size;
+  const int32_t first_m = group * kGroupM;
+  const int32_t group_m = min(args.units_m - first_m, kGroupM);
+  const int32_t local = r - group * group_size;
+  const int32_t um = first_m + local % group_m;
+  const int32_t un = local / group_m;
+  return {(um * Traits::kCluster + static_cast<int32_t>(rank)) * Traits::kBM, un * Traits::kBN, z};
+}
+
+// The k-tiles [begin, end) of CTA `rank` of the cluster: all of them, or its share under split-K
+// (balanced; empty where k_tiles < kSplitK). k_tiles < 2^26, so the products fit in 32 bits.
+struct WgmmaKRange {
+  int32_t begin, end;
+};
+
+template <class Traits>
+__device__ __forceinline__ WgmmaKRange wgmma_k_range(int32_t k_tiles, uint32_t rank) {
+  if constexpr (Traits::kSplitK == 1) {
+    return {0, k_tiles};
+  } else {
+    const int32_t r = static_cast<int32_t>(rank);
+    return {r * k_tiles / Traits::kSplitK, (r + 1) * k_tiles / Traits::kSplitK};
+  }
+}
+
+// ---- producer --------------------------------------------------------------------------------------
+
+template <class Traits>
+__device__ __forceinline__ void wgmma_producer(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b,
+                                               const WgmmaArgs<typename Traits::elem_t>& args, uint32_t smem,
+                                               uint32_t rank, int32_t first_unit, int32_t unit_step) {
+  constexpr int kStages = Traits::kStages, kBK = Traits::kBK, kCluster = Traits::kCluster;
+  const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
+  int stage = 0;
+  uint32_t phase = 0;
+  const WgmmaKRange range = wgmma_k_range<Traits>(args.k_tiles, rank);
+  const uint32_t rank_m = kCluster > 1 ? rank : 0u;  // which share of B this CTA multicasts
+  for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step) {
+    const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
+    const int32_t za = tile.z * args.a_batched, zb = tile.z * args.b_batched;
+    for (int32_t kt = range.begin; kt < range.end; ++kt) {
+      const uint32_t full = full0 + 8 * stage;
+      // Parity phase ^ 1: the first pass over the ring finds every stage empty.
+      sm90::mbar_wait(empty0 + 8 * stage, phase ^ 1);
+      sm90::mbar_arrive_expect_tx(full, Traits::kStageTxBytes);
+      const int32_t k0 = kt * kBK;
+      const uint32_t a_dst = smem + Traits::kAOffset + stage * Traits::kAStageBytes;
+      const uint32_t b_dst = smem + Traits::kBOffset + stage * Traits::kBStageBytes;
+      sm90::tma_load_3d(a_dst, tmap_a, k0, tile.m0, za, full);
+      if constexpr (Traits::kBKMajor) {
+        // [kBN rows of n][64 k]: CTA r of the cluster loads rows [r * kBN / kCluster, ...) for both.
+        constexpr int kRows = Traits::kBN / kCluster;
+        const uint32_t dst = b_dst + rank_m * kRows * Traits::kRowBytes;
+        if constexpr (kCluster == 1)
+          sm90::tma_load_3d(dst, tmap_b, k0, tile.n0, zb, full);
+        else
+          sm90::tma_load_3d_multicast(dst, tmap_b, k0, tile.n0 + static_cast<int32_t>(rank_m) * kRows, zb, full,
+                                      static_cast<uint16_t>((1u << kCluster) - 1));
+      } else {
+        // kBN / 64 column blocks of [64 k rows][64 n]; CTA r loads its share of them for both.
+        constexpr int kBlocks = Traits::kBN / 64 / kCluster;
+#pragma unroll
+        for (int j = 0; j < kBlocks; ++j) {
+          const int block = static_cast<int>(rank_m) * kBlocks + j;
+          const uint32_t dst = b_dst + block * Traits::kBColumnBlockBytes;
+          if constexpr (kCluster == 1)
+            sm90::tma_load_3d(dst, tmap_b, tile.n0 + block * 64, k0, zb, full);
+          else
+            sm90::tma_load_3d_multicast(dst, tmap_b, tile.n0 + block * 64, k0, zb, full,
+                                        static_cast<uint16_t>((1u << kCluster) - 1));
+        }
+      }
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+// ---- consumers -------------------------------------------------------------------------------------
+
+// Releases a stage: lane r < kCluster of each consumer warp arrives on the stage's "empty" barrier
+// of CTA r (every CTA of the cluster refills this CTA's copy of the stage, so each must hear).
+template <class Traits>
+__device__ __forceinline__ void wgmma_release(uint32_t empty_bar, int lane) {
+  if constexpr (Traits::kCluster == 1) {
+    if (lane == 0) sm90::mbar_arrive(empty_bar);
+  } else {
+    if (lane < Traits::kCluster) sm90::mbar_arrive_cluster(empty_bar, static_cast<uint32_t>(lane));
+  }
+}
+
+// One 16-byte chunk of a row (8 outputs, packed) to out[row][col .. col+7]: a single vector store
+// when the output allows it, else element by element inside the bounds (kClip) and strides.
+template <typename T, bool kClip>
+__device__ __forceinline__ void wgmma_store_chunk(T* out, const WgmmaArgs<T>& args, int32_t row, int32_t col,
+                                                  uint4 v) {
+  if (kClip && row >= args.m) return;
+  T* out_row = out + row * args.out_row_stride;
+  if (args.out_vec && (!kClip || col + 8 <= args.n)) {
+    *reinterpret_cast<uint4*>(out_row + col) = v;
+    return;
+  }
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+  uint16_t* out_bits = reinterpret_cast<uint16_t*>(out_row);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    if (kClip && col + e >= args.n) break;
+    out_bits[(col + e) * args.out_col_stride] = static_cast<uint16_t>(words[e / 2] >> (16 * (e % 2)));
+  }
+}
+
+// Stores the consumer's rows of the tile through the warp's shared buffer (see the top of this
+// file), one 16 x 64 piece (16 rows of the warp, 64 columns) at a time: wgmma_stage_piece converts
+// and writes the piece into a 2 KB slot with stmatrix, wgmma_flush_piece reads it back as 16-byte
+// row chunks and stores those. Accumulator i of m64 block mb of thread (warp w, lane l) is row
+// 16w + l/4 + 8 * ((i/2) % 2), column 8 * (i/4) + 2 * (l % 4) + i % 2 of the block (wgmma.cuh);
+// stmatrix takes exactly that layout per 8 x 8 matrix, packed two columns to a register.
+template <class Traits>
+__device__ __forceinline__ void wgmma_stage_piece(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs], int mb,
+                                                  int piece, int lane, uint32_t slot) {
+  using T = typename Traits::elem_t;
+  // stmatrix: lane l addresses row (l / 8 % 2) * 8 + l % 8 of column group 2p + l / 16.
+  const int st_row = ((lane / 8) % 2) * 8 + lane % 8, st_group = lane / 16;
+  const uint32_t st_addr = slot + st_row * 128;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const int j = piece * 8 + 2 * p;  // column group (8 columns) of the block
+    const float* a0 = &acc[mb][4 * j];
+    const float* a1 = &acc[mb][4 * (j + 1)];
+    const int group = 2 * p + st_group;
+    sm90::stmatrix_x4(st_addr + ((group ^ (st_row % 8)) << 4), pack2<T>(a0[0], a0[1]), pack2<T>(a0[2], a0[3]),
+                      pack2<T>(a1[0], a1[1]), pack2<T>(a1[2], a1[3]));
+  }
+}
+
+template <class Traits, bool kClip>
+__device__ __forceinline__ void wgmma_flush_piece(const WgmmaArgs<typename Traits::elem_t>& args,
+                                                  const WgmmaTile& tile, int consumer, int warp, int lane, int mb,
+                                                  int piece, uint32_t slot) {
+  using T = typename Traits::elem_t;
+  T* out = args.out + tile.z * args.out_batch_stride;
+  const int32_t row0 = tile.m0 + consumer * Traits::kWgRows + mb * 64 + warp * 16;
+  // Read-back: lane l takes chunk l % 8 of rows l / 8 + 4i.
+  const int ld_row = lane / 8, ld_chunk = lane % 8;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = ld_row + 4 * i;
+    const uint4 v = sm90::lds_128(slot + r * 128 + ((ld_chunk ^ (r % 8)) << 4));
+    wgmma_store_chunk<T, kClip>(out, args, row0 + r, tile.n0 + piece * 64 + ld_chunk * 8, v);
+  }
+}
+
+// Pieces [kPiece0, kPiece1) of every m64 block, through the warp's slot 0.
+template <class Traits, bool kClip, int kPiece0 = 0, int kPiece1 = Traits::kBN / 64>
+__device__ __forceinline__ void wgmma_store(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+                                            const WgmmaArgs<typename Traits::elem_t>& args, const WgmmaTile& tile,
+                                            int consumer, int warp, int lane, uint32_t buf) {
+#pragma unroll
+  for (int mb = 0; mb < Traits::kMBlocks; ++mb) {
+#pragma unroll
+    for (int piece = kPiece0; piece < kPiece1; ++piece) {
+      wgmma_stage_piece<Traits>(acc, mb, piece, lane, buf);
+      __syncwarp();
+      wgmma_flush_piece<Traits, kClip>(args, tile, consumer, warp, lane, mb, piece, buf);
+      __syncwarp();  // the next piece's stmatrix overwrites the buffer
+    }
+  }
+}
+
+struct WgmmaNoHook {
+  __device__ __forceinline__ void operator()() const {}
+};
+
+// Runs k-tiles [range.begin, range.end) of the current tile into acc; the first k16 step
+// overwrites acc (scale-d 0), so an empty range leaves acc as it was. stage / phase: the consumer's
+// position in the ring, carried from tile to tile. hook() runs once, right after the wgmma groups of
+// the first two k-tiles are issued (before waiting on the first), if the range has two k-tiles.
+template <class Traits, class Hook = WgmmaNoHook>
+__device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Traits::kAccRegs], uint32_t smem,
+                                               int consumer, int lane, WgmmaKRange range, int& stage,
+                                               uint32_t& phase, const Hook& hook = Hook{}) {
+  constexpr int kStages = Traits::kStages, kMBlocks = Traits::kMBlocks, kN = Traits::kBN;
+  constexpr int kTransB = Traits::kBKMajor ? 0 : 1;
+  constexpr uint64_t kDescA = wgmma::desc_base_k_major();
+  constexpr uint64_t kDescB =
+      Traits::kBKMajor ? wgmma::desc_base_k_major() : wgmma::desc_base_mn_major(Traits::kBColumnBlockBytes);
+  // Bytes from one k16 step to the next: 16 elements along a K-major row, or 16 K-major rows.
+  constexpr uint32_t kAStepBytes = 32;
+  constexpr uint32_t kBStepBytes = Traits::kBKMajor ? 32 : 16 * 128;
+  const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
+  const uint32_t a_rows = smem + Traits::kAOffset + consumer * Traits::kWgRows * Traits::kRowBytes;
+
+  int prev_stage = 0;
+  for (int32_t kt = range.begin; kt < range.end; ++kt) {
+    sm90::mbar_wait(full0 + 8 * stage, phase);
+    const uint32_t a_stage = a_rows + stage * Traits::kAStageBytes;
+    const uint32_t b_stage = smem + Traits::kBOffset + stage * Traits::kBStageBytes;
+#pragma unroll
+    for (int mb = 0; mb < kMBlocks; ++mb) wgmma::warpgroup_fence_operands(acc[mb]);
+    wgmma::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Traits::kKSteps; ++kk) {
+      const uint64_t desc_b = wgmma::make_desc(kDescB, b_stage + kk * kBStepBytes);
+      // The first k16 step of a tile overwrites the accumulators (scale-d 0): no zeroing pass.
+      const uint32_t scale_d = (kt > range.begin || kk > 0) ? 1u : 0u;
+#pragma unroll
+      for (int mb = 0; mb < kMBlocks; ++mb) {
+        const uint64_t desc_a = wgmma::make_desc(kDescA, a_stage + mb * 64 * Traits::kRowBytes + kk * kAStepBytes);
+        wgmma::mma_async<kN, 0, kTransB>(acc[mb], desc_a, desc_b, scale_d, typename Traits::tag_t{});
+      }
+    }
+    wgmma::wgmma_commit();
+#pragma unroll
+    for (int mb = 0; mb < kMBlocks; ++mb) wgmma::warpgroup_fence_operands(acc[mb]);
+    if (kt == range.begin + 1) hook();
+    // Keep this k-tile's group in flight; the previous one is done, so its stage can be refilled.
+    if (kt > range.begin) {
+      wgmma::wgmma_wait<1>();
+      wgmma_release<Traits>(empty0 + 8 * prev_stage, lane);
+    }
+    prev_stage = stage;
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+  wgmma::wgmma_wait<0>();
+#pragma unroll
+  for (int mb = 0; mb < kMBlocks; ++mb) wgmma::warpgroup_fence_operands(acc[mb]);
+  if (range.end > range.begin) wgmma_release<Traits>(empty0 + 8 * prev_stage, lane);
+}
+
+template <class Traits, int kPiece0 = 0, int kPiece1 = Traits::kBN / 64>
+__device__ __forceinline__ void wgmma_epilogue(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+                                               const WgmmaArgs<typename Traits::elem_t>& args, const WgmmaTile& tile,
+                                               uint32_t smem, int consumer) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const uint32_t epi_buf = smem + Traits::kEpiOffset + (consumer * 4 + warp) * Traits::kEpiWarpBytes;
+  const bool interior = tile.m0 + Traits::kBM <= args.m && tile.n0 + Traits::kBN <= args.n;
+  if (interior)
+    wgmma_store<Traits, false, kPiece0, kPiece1>(acc, args, tile, consumer, warp, lane, epi_buf);
+  else
+    wgmma_store<Traits, true, kPiece0, kPiece1>(acc, args, tile, consumer, warp, lane, epi_buf);
+}
+
+// Persistent consumer (kSplitK == 1): every unit of this CTA's share, one tile each.
+template <class Traits>
+__device__ __forceinline__ void wgmma_consumer(const WgmmaArgs<typename Traits::elem_t>& args, uint32_t smem,
+                                               uint32_t rank, int32_t first_unit, int32_t unit_step, int consumer) {
+  constexpr int kMBlocks = Traits::kMBlocks;
+  const int lane = threadIdx.x % 32;
+  float acc[kMBlocks][Traits::kAccRegs];
+#pragma unroll
+  for (int mb = 0; mb < kMBlocks; ++mb)
+#pragma unroll
+    for (int i = 0; i < Traits::kAccRegs; ++i) acc[mb][i] = 0.f;
+
+  int stage = 0;
+  uint32_t phase = 0;
+  const WgmmaKRange range = wgmma_k_range<Traits>(args.k_tiles, rank);
+  for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step) {
+    const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
+    wgmma_mainloop<Traits>(acc, smem, consumer, lane, range, stage, phase);
+    // Epilogue. The producer is already filling the ring with the next tile's k-tiles meanwhile.
+    wgmma_epilogue<Traits>(acc, args, tile, smem, consumer);
+  }
+}
+
+// Persistent consumer with the overlapped epilogue (kDeferredPieces > 0). After a tile's last
+// k-tile the consumer stores the first BN / 64 - kDeferredPieces 64-column pieces of its rows as
+// wgmma_consumer does, and only converts the last kDeferredPieces pieces into the warp's slots of
+// shared memory (one 2 KB slot each; no registers are held). Their global stores wait until the
+// next tile's first two k-tiles are issued (wgmma_mainloop's hook), so that the tensor cores have
+// work while they drain. The CTA's last tile is stored at once, whole; a tile followed by a tile of
+// one k-tile has its deferred pieces stored after that tile's mainloop instead.
+template <class Traits>
+__device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename Traits::elem_t>& args, uint32_t smem,
+                                                       uint32_t rank, int32_t first_unit, int32_t unit_step,
+                                                       int consumer) {
+  constexpr int kMBlocks = Traits::kMBlocks, kPieces = Traits::kBN / 64, kDeferred = Traits::kDeferredPieces;
+  constexpr int kFirstDeferred = kPieces - kDeferred;
+  static_assert(kMBlocks == 1, "the deferred pieces are pieces of the one m64 block");
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const uint32_t slots = smem + Traits::kEpiOffset + (consumer * 4 + warp) * Traits::kEpiWarpBytes;
+  float acc[kMBlocks][Traits::kAccRegs];
+#pragma unroll
+  for (int mb = 0; mb < kMBlocks; ++mb)
+#pragma unroll
+    for (int i = 0; i < Traits::kAccRegs; ++i) acc[mb][i] = 0.f;
+
+  int32_t held_unit = -1;  // the unit whose deferred pieces wait in the slots; -1: none
+  auto flush = [&]() {
+    if (held_unit >= 0) {
+      // Opaque copies: the stores' address arithmetic stays here instead of being hoisted out of
+      // the k-loop (where it would hold registers through every k-tile).
+      int32_t u = held_unit;
+      uint32_t s = slots;
+      int c = consumer, w = warp, l = lane;
+      asm volatile("" : "+r"(u), "+r"(s), "+r"(c), "+r"(w), "+r"(l));
+      const WgmmaTile tile = wgmma_tile<Traits>(u, args, rank);
+      const bool interior = tile.m0 + Traits::kBM <= args.m && tile.n0 + Traits::kBN <= args.n;
+#pragma unroll
+      for (int d = 0; d < kDeferred; ++d) {
+        if (interior)
+          wgmma_flush_piece<Traits, false>(args, tile, c, w, l, 0, kFirstDeferred + d, s + d * 2048);
+        else
+          wgmma_flush_piece<Traits, true>(args, tile, c, w, l, 0, kFirstDeferred + d, s + d * 2048);
+      }
+      __syncwarp();  // every lane has read the slots before they are written again
+      held_unit = -1;
+    }
+  };
+
+  int stage = 0;
+  uint32_t phase = 0;
+  const WgmmaKRange range = wgmma_k_range<Traits>(args.k_tiles, rank);
+  for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step) {
+    wgmma_mainloop<Traits>(acc, smem, consumer, lane, range, stage, phase, flush);
+    flush();  // a tile of one k-tile never ran the hook
+    const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
+    if (unit + unit_step >= args.total_units) {  // the CTA's last tile: nothing to overlap with
+      wgmma_epilogue<Traits>(acc, args, tile, smem, consumer);
+    } else {
+      if constexpr (kFirstDeferred > 0) wgmma_epilogue<Traits, 0, kFirstDeferred>(acc, args, tile, smem, consumer);
+#pragma unroll
+      for (int d = 0; d < kDeferred; ++d)
+        wgmma_stage_piece<Traits>(acc, 0, kFirstDeferred + d, lane, slots + d * 2048);
+      __syncwarp();  // the slots are written before any lane reads them back (in flush)
+      held_unit = unit;
+    }
+  }
+}
+
+// Split-K consumer (one unit per cluster; see the top of this file). Every thread of the cluster
+// meets twice at cluster_sync: here, and in the producer warpgroup's branch of the kernel.
+template <class Traits>
+__device__ __forceinline__ void wgmma_consumer_split(const WgmmaArgs<typename Traits::elem_t>& args, uint32_t smem,
+                                                     uint32_t rank, int32_t unit, int consumer) {
+  constexpr int kMBlocks = Traits::kMBlocks, kF4PerBlock = Traits::kAccRegs / 4;
+  const int lane = threadIdx.x % 32;
+  float acc[kMBlocks][Traits::kAccRegs];
+#pragma unroll
+  for (int mb = 0; mb < kMBlocks; ++mb)
+#pragma unroll
+    for (int i = 0; i < Traits::kAccRegs; ++i) acc[mb][i] = 0.f;
+
+  const bool active = unit < args.total_units;  // always, with the launcher's grid of one cluster per unit
+  const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
+  if (active) {
+    int stage = 0;
+    uint32_t phase = 0;
+    wgmma_mainloop<Traits>(acc, smem, consumer, lane, wgmma_k_range<Traits>(args.k_tiles, rank), stage, phase);
+  }
+  // This thread's float4 f of the partial lives at red + f * 2048 (fragment order, see the top).
+  const uint32_t red = smem + Traits::kRedOffset + consumer * Traits::kRedConsumerBytes + (threadIdx.x % 128) * 16;
+  if (rank != 0) {
+#pragma unroll
+    for (int f = 0; f < Traits::kAccF4; ++f) {
+      const float* v = &acc[f / kF4PerBlock][4 * (f % kF4PerBlock)];
+      sm90::sts_f32x4(red + f * 2048, v[0], v[1], v[2], v[3]);
+    }
+  }
+  __syncwarp();
+  sm90::cluster_sync();  // (1) release / acquire: every peer's partial is visible to the leader
+  if (rank == 0 && active) {
+#pragma unroll 1
+    for (int r = 1; r < Traits::kSplitK; ++r) {  // rank order: the same sum whatever the timing
+      const uint32_t peer = sm90::mapa_shared(red, static_cast<uint32_t>(r));
+#pragma unroll
+      for (int f = 0; f < Traits::kAccF4; ++f) {
+        const float4 v = sm90::ld_cluster_f32x4(peer + f * 2048);
+        float* a = &acc[f / kF4PerBlock][4 * (f % kF4PerBlock)];
+        a[0] += v.x;
+        a[1] += v.y;
+        a[2] += v.z;
+        a[3] += v.w;
+      }
+    }
+    wgmma_epilogue<Traits>(acc, args, tile, smem, consumer);
+  }
+  __syncwarp();
+  sm90::cluster_sync();  // (2) the leader has read every partial: the peers may exit
+}
+
+// ---- kernel ----------------------------------------------------------------------------------------
+
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    matmul_wgmma_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b,
+                        const WgmmaArgs<typename Traits::elem_t> args) {
+  // Only the sm_90a image has a body: wgmma, setmaxnreg and multicast copies exist nowhere else,
+  // and the dispatch launches this kernel only on a compute-capability-9.0 device.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(1024) unsigned char matmul_wgmma_smem[];
+  // The runtime does not promise 1024-byte alignment of dynamic shared memory: align by hand (the
+  // config's shared-memory size includes the slack).
+  const uint32_t smem = (sm90::smem_u32(matmul_wgmma_smem) + 1023u) & ~1023u;
+  constexpr int kStages = Traits::kStages, kCluster = Traits::kCluster, kClusterSize = Traits::kClusterSize;
+  const int warpgroup = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    sm90::prefetch_tensormap(&tmap_a);
+    sm90::prefetch_tensormap(&tmap_b);
+    const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
+    for (int s = 0; s < kStages; ++s) {
+      sm90::mbar_init(full0 + 8 * s, 1);  // the producer's arrive.expect_tx; the bytes do the rest
+      sm90::mbar_init(empty0 + 8 * s, 4 * Traits::kConsumers * kCluster);  // every consumer warp of the cluster
+    }
+    sm90::fence_mbarrier_init();
+  }
+  // No copy may signal a barrier (ours or, multicast, the peer's) before both CTAs initialized theirs.
+  // (A split-K cluster touches its peers only after the first cluster_sync of wgmma_consumer_split.)
+  if constexpr (kCluster > 1) {
+    __syncwarp();  // warp 0 reconverges after thread 0's init: the cluster barrier is .aligned
+    sm90::cluster_sync();
+  } else {
+    __syncthreads();
+  }
+
+  const uint32_t rank = kClusterSize > 1 ? sm90::cluster_ctarank() : 0u;
+  const int32_t first_unit = static_cast<int32_t>(blockIdx.x) / kClusterSize;
+  const int32_t unit_step = static_cast<int32_t>(gridDim.x) / kClusterSize;
+
+  if (warpgroup == 0) {
+    if constexpr (Traits::kConsumers > 1) sm90::setmaxnreg_dec<Traits::kProducerRegs>();
+    if (threadIdx.x == 0) wgmma_producer<Traits>(&tmap_a, &tmap_b, args, smem, rank, first_unit, unit_step);
+    if constexpr (Traits::kSplitK > 1) {  // the two cluster barriers of wgmma_consumer_split
+      __syncwarp();
+      sm90::cluster_sync();
+      sm90::cluster_sync();
+    }
+  } else {
+    if constexpr (Traits::kConsumers > 1) sm90::setmaxnreg_inc<Traits::kConsumerRegs>();
+    if constexpr (Traits::kSplitK > 1)
+      wgmma_consumer_split<Traits>(args, smem, rank, first_unit, warpgroup - 1);
+    else if constexpr (Traits::kOverlapEpilogue)
+      wgmma_consumer_overlap<Traits>(args, smem, rank, first_unit, unit_step, warpgroup - 1);
+    else
+      wgmma_consumer<Traits>(args, smem, rank, first_unit, unit_step, warpgroup - 1);
+  }
+  // A CTA must not exit while its cluster peer may still multicast into its shared memory or arrive
+  // on its barriers: every such access happens before the peer reaches this barrier.
+  if constexpr (kCluster > 1) {
+    __syncwarp();
+    sm90::cluster_sync();
+  }
+#endif
+}
+
+// ---- host: tensor maps and launch -------------------------------------------------------------------
+
+// The tensor map of one operand seen as [batch][outer][inner], inner contiguous; strides in
+// elements. A dim of size 1 gets a substitute stride (any multiple of 16 bytes is as good as
+// another there); every other stride must be a positive multiple of 16 bytes (wgmma_a_ok and
+// wgmma_b_layout in matmul_launch.h check that first). False if the driver rejects the map.
+inline bool wgmma_operand_map(CUtensorMap* map, CUtensorMapDataType dtype, const void* ptr, int64_t inner,
+                              int64_t outer, int64_t batch, int64_t outer_stride, int64_t batch_stride,
+                              uint32_t box_inner, uint32_t box_outer) {
+  constexpr int64_t kElem = 2, kMaxStride = int64_t{1} << 40;
+  const int64_t stride1 = outer == 1 ? (inner * kElem + 15) / 16 * 16 : outer_stride * kElem;
+  int64_t stride2 = batch == 1 ? stride1 * outer : batch_stride * kElem;
+  if (batch == 1 && stride2 >= kMaxStride) stride2 = stride1;
+  if (stride1 <= 0 || stride1 % 16 != 0 || stride1 >= kMaxStride || stride2 <= 0 || stride2 % 16 != 0 ||
+      stride2 >= kMaxStride)
+    return false;
+  tma::TiledMap3d key{};
+  key.dtype = dtype;
+  key.address = ptr;
+  key.dims[0] = static_cast<uint64_t>(inner);
+  key.dims[1] = static_cast<uint64_t>(outer);
+  key.dims[2] = static_cast<uint64_t>(batch);
+  key.strides[0] = static_cast<uint64_t>(stride1);
+  key.strides[1] = static_cast<uint64_t>(stride2);
+  key.box[0] = box_inner;
+  key.box[1] = box_outer;
+  key.box[2] = 1;
+  return tma::encode_tiled(map, key);
+}
+
+// CTAs to launch on the current device: one per SM, or per SM that a cluster can occupy
+// (cudaOccupancyMaxActiveClusters); read once per device and kernel instantiation.
+template <class Traits, typename Kernel>
+int wgmma_max_ctas(Kernel kernel) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices] = {};
+  const int dev = current_device();
+  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
+  int ctas = cache[dev].load(std::memory_order_relaxed);
+  if (ctas > 0) return ctas;
+  int sms = 0;
+  AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  ctas = sms;
+  if constexpr (Traits::kCluster > 1) {
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = Traits::kCluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(sms / Traits::kCluster * Traits::kCluster), 1, 1);
+    cfg.blockDim = dim3(Traits::kThreads, 1, 1);
+    cfg.dynamicSmemBytes = Traits::kSmemBytes;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(kernel), &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      clusters = 0;
+    }
+    // 0 would mean the cluster cannot be scheduled at all; sms / kCluster keeps the launch valid.
+    ctas = (clusters > 0 ? clusters : sms / Traits::kCluster) * Traits::kCluster;
+  }
+  cache[dev].store(ctas, std::memory_order_relaxed);
+  return ctas;
+}
+
+// Builds both tensor maps and, with `launch`, launches. False (nothing launched) if a map is
+// rejected by the driver.
+template <class Traits>
+bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
+  using T = typename Traits::elem_t;
+  constexpr CUtensorMapDataType kDtype =
+      std::is_same<T, half_t>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const bool a_batched = p.batch > 1 && p.a_batch_stride != 0;
+  const bool b_batched = p.batch > 1 && p.b_batch_stride != 0;
+  CUtensorMap map_a, map_b;
+  if (!wgmma_operand_map(&map_a, kDtype, p.a, p.k, p.m, a_batched ? p.batch : 1, p.a_row_stride, p.a_batch_stride,
+                         64, Traits::kBM))
+    return false;
+  const bool b_ok =
+      Traits::kBKMajor
+          ? wgmma_operand_map(&map_b, kDtype, p.b, p.k, p.n, b_batched ? p.batch : 1, p.b_col_stride,
+                              p.b_batch_stride, 64, Traits::kBN / Traits::kCluster)
+          : wgmma_operand_map(&map_b, kDtype, p.b, p.n, p.k, b_batched ? p.batch : 1, p.b_row_stride,
+                              p.b_batch_stride, 64, 64);
+  if (!b_ok) return false;
+
+  const int64_t tiles_m = (p.m + Traits::kBM - 1) / Traits::kBM, tiles_n = (p.n + Traits::kBN - 1) / Traits::kBN;
+  const int64_t units_m = (tiles_m + Traits::kCluster - 1) / Traits::kCluster;
+  const int64_t units = units_m * tiles_n * p.batch;
+  // More than 2^31 - 1 tiles (or split-K CTAs): not worth a 64-bit scheduler.
+  if (units * Traits::kSplitK > kMaxDim) return false;
+  if (!launch) return true;
+
+  WgmmaArgs<T> args{};
+  args.out = static_cast<T*>(p.out);
+  args.out_batch_stride = p.out_batch_stride;
+  args.out_row_stride = p.out_row_stride;
+  args.out_col_stride = p.out_col_stride;
+  args.m = static_cast<int32_t>(p.m);
+  args.n = static_cast<int32_t>(p.n);
+  args.k = static_cast<int32_t>(p.k);
+  args.k_tiles = static_cast<int32_t>((p.k + Traits::kBK - 1) / Traits::kBK);
+  args.tiles_n = static_cast<int32_t>(tiles_n);
+  args.units_m = static_cast<int32_t>(units_m);
+  args.units_per_batch = static_cast<int32_t>(units_m * tiles_n);
+  args.total_units = static_cast<int32_t>(units);
+  args.a_batched = a_batched ? 1 : 0;
+  args.b_batched = b_batched ? 1 : 0;
+  args.out_vec = out_vec_ok(p, 8, sizeof(T));
+
+  auto kernel = matmul_wgmma_kernel<Traits>;
+  ensure_dynamic_smem<Traits>(kernel);
+  // Persistent: at most one CTA per SM (cluster slot), each looping over units. Split-K: one cluster
+  // per unit (the kernel runs exactly one unit per cluster; wgmma_consumer_split).
+  int64_t clusters = units;
+  if constexpr (Traits::kSplitK == 1)
+    clusters = std::min<int64_t>(units, wgmma_max_ctas<Traits>(kernel) / Traits::kCluster);
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * Traits::kClusterSize), 1, 1);
+  cfg.blockDim = dim3(Traits::kThreads, 1, 1);
+  cfg.dynamicSmemBytes = Traits::kSmemBytes;
+  cfg.stream = stream;
+  if constexpr (Traits::kClusterSize > 1) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = Traits::kClusterSize;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  void* kernel_args[] = {&map_a, &map_b, &args};
+  AITER_LITE_GPU_CHECK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernel), kernel_args));
+  AITER_LITE_LAUNCH_CHECK();
+  return true;
+}
+
+template <typename T>
+bool wgmma_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch) {
+  bool done = false;
+  with_config<MatmulPath::kWgmma16>(config, [&](auto index) {
+    with_bool(b_k_major, [&](auto b_k) {
+      done = wgmma_launch<WgmmaMatmulTraits<T, decltype(index)::value, decltype(b_k)::value>>(p, stream, launch);
+    });
+  });
+  return done;
+}
+
+}  // namespace matmul_detail
+}  // namespace aiter_lite
+
+#endif  // AITER_LITE_CUDA

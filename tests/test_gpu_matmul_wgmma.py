@@ -1,0 +1,415 @@
+"""GPU tests of the Hopper (sm_90a) matmul path: wgmma + TMA (csrc/kernels/matmul_wgmma.cuh).
+
+Every test asks the dispatch which kernel it runs (aiter_lite.ops.matmul.matmul_plan) and asserts it,
+so a layout that silently fell back to the mma.sync kernel fails here instead of passing on the wrong
+kernel. Outputs are NaN-poisoned; errors are measured against a float64 reference with the metric of
+tests/test_gpu_matmul.py (fp16 <= 2e-3, bf16 <= 1e-2). Skipped without a compute capability 9.0 GPU
+(except the test that variant="wgmma" is refused elsewhere).
+
+TMA needs 16-byte aligned bases and row strides: a contiguous [M, K] A qualifies only when K % 8 == 0.
+The operands here are therefore mostly slices of wider tensors whose leading dims are padded to a
+multiple of 8 ("pad8"), so that odd M, N, K (1, 7, 127, 129, 1000) still run the wgmma kernel and its
+zero-filled TMA tails are tested. The mma.sync kernel's 16-byte cp.async path has the same stride and
+alignment rules, so contiguous operands with odd leading dims (and misaligned pointers) run the SIMT
+kernel; the one layout that goes from wgmma to mma.sync is an M-contiguous A (a.t()).
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+TOL = {"fp16": 2e-3, "bf16": 1e-2}
+SIZES = (1, 7, 16, 127, 128, 129, 1000, 4096)
+# (M, N, K) from SIZES: each size in each position, tails on every side, K = 4096 only with a small side.
+SHAPES = [
+    (1, 1, 1), (1, 7, 16), (7, 1, 129), (16, 16, 16), (7, 127, 128), (127, 129, 7), (128, 128, 128),
+    (129, 127, 129), (1000, 7, 1000), (16, 1000, 127), (129, 1000, 4096), (4096, 16, 1000), (1, 4096, 4096),
+    (1000, 1000, 16), (128, 4096, 129), (4096, 129, 1), (1000, 1000, 1000),
+]
+
+
+def _sm90() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+needs_sm90 = pytest.mark.skipif(not _sm90(), reason="needs a compute capability 9.0 GPU (H100/H200)")
+
+
+def _wgmma_configs():
+    from aiter_lite.tuning.matmul_configs import configs_for
+
+    return configs_for("wgmma_16")
+
+
+def _round8(x: int) -> int:
+    return (x + 7) // 8 * 8
+
+
+def _randn(*shape, dtype, gen):
+    return torch.randn(*shape, device="cuda", generator=gen, dtype=torch.float32).to(dtype)
+
+
+def _a(m, k, dtype, gen, layout="pad8", batch=None):
+    """A [.., m, k]. pad8: K-contiguous with the row stride padded to a multiple of 8 (TMA-able);
+    n: contiguous; t: M-contiguous (a transposed view); off: one element into its storage."""
+    lead = () if batch is None else (batch,)
+    if layout == "pad8":
+        return _randn(*lead, m, _round8(k), dtype=dtype, gen=gen)[..., :k]
+    if layout == "n":
+        return _randn(*lead, m, k, dtype=dtype, gen=gen)
+    if layout == "t":
+        return _randn(*lead, k, m, dtype=dtype, gen=gen).transpose(-1, -2)
+    if layout == "off":  # 2 bytes past a 16-byte boundary; row stride a multiple of 8
+        count = math.prod(lead) * m * _round8(k)
+        return _randn(count + 1, dtype=dtype, gen=gen)[1:].view(*lead, m, _round8(k))[..., :k]
+    raise ValueError(layout)
+
+
+def _b(k, n, dtype, gen, layout="pad8", batch=None):
+    """B [.., k, n]. pad8: N-contiguous, row stride padded to a multiple of 8; t8: K-contiguous
+    (w.t() of a [n, k] weight whose row stride is padded to a multiple of 8); n: contiguous [k, n];
+    t: w.t() of a contiguous [n, k] weight."""
+    lead = () if batch is None else (batch,)
+    if layout == "pad8":
+        return _randn(*lead, k, _round8(n), dtype=dtype, gen=gen)[..., :n]
+    if layout == "t8":
+        return _randn(*lead, n, _round8(k), dtype=dtype, gen=gen)[..., :k].transpose(-1, -2)
+    if layout == "n":
+        return _randn(*lead, k, n, dtype=dtype, gen=gen)
+    if layout == "t":
+        return _randn(*lead, n, k, dtype=dtype, gen=gen).transpose(-1, -2)
+    raise ValueError(layout)
+
+
+def _poisoned(a, b, out_layout="n"):
+    shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    m, n = shape[-2:]
+    lead = shape[:-2]
+    if out_layout == "n":
+        out = torch.empty(shape, device="cuda", dtype=a.dtype)
+    elif out_layout == "t":  # column-major
+        out = torch.empty(*lead, n, m, device="cuda", dtype=a.dtype).transpose(-1, -2)
+    elif out_layout == "pad":  # odd row stride: no vector stores
+        out = torch.empty(*lead, m, n + 3, device="cuda", dtype=a.dtype)[..., :n]
+    elif out_layout == "off":  # pointer 2 bytes off 16-byte alignment
+        out = torch.empty(math.prod(lead) * m * n + 1, device="cuda", dtype=a.dtype)[1:].view(*shape)
+    else:
+        raise ValueError(out_layout)
+    return out.fill_(float("nan"))
+
+
+def _check(out, a, b, mode, what):
+    from aiter_lite.ops import matmul_ref
+
+    ref = matmul_ref(a, b)
+    scale = torch.matmul(a.double().abs(), b.double().abs())
+    assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != {tuple(ref.shape)}"
+    out64 = out.double()
+    assert torch.isfinite(out64).all(), f"{what}: non-finite outputs (unwritten NaN poison?)"
+    denom = max(ref.norm().item(), scale.norm().item() / math.sqrt(a.shape[-1]))
+    err = (out64 - ref).norm().item() / max(denom, 1e-30)
+    assert err <= TOL[mode], f"{what}: relative error {err:.3e} > {TOL[mode]:.0e}"
+
+
+def _run(a, b, mode, variant="wgmma", config=-1, out=None, expect="wgmma"):
+    """Runs aiter_lite.matmul into a poisoned out after checking which kernel the dispatch picks."""
+    import aiter_lite
+    from aiter_lite.ops.matmul import matmul_plan
+
+    if out is None:
+        out = _poisoned(a, b)
+    plan = matmul_plan(a, b, out, variant=variant, config=config)
+    kernel, cfg = plan.split()
+    assert kernel == expect, f"expected the {expect} kernel, the dispatch plans {plan!r}"
+    if config >= 0 and expect == "wgmma":
+        assert int(cfg) == config
+    res = aiter_lite.matmul(a, b, out, variant=variant, config=config)
+    assert res.data_ptr() == out.data_ptr()
+    torch.cuda.synchronize()
+    return out, plan
+
+
+@pytest.fixture
+def gen():
+    g = torch.Generator(device="cuda")
+    g.seed()
+    return g
+
+
+# ---- the kernel on every tail shape, both B layouts, both dtypes -----------------------------------
+
+
+@needs_sm90
+@pytest.mark.parametrize("b_layout", ["pad8", "t8"])
+@pytest.mark.parametrize("mode", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_shapes(shape, mode, b_layout, gen):
+    m, n, k = shape
+    a = _a(m, k, DTYPES[mode], gen)
+    b = _b(k, n, DTYPES[mode], gen, b_layout)
+    out, plan = _run(a, b, mode)
+    _check(out, a, b, mode, f"{shape} {mode} B {b_layout} ({plan}) seed={gen.initial_seed()}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("mode", list(DTYPES))
+@pytest.mark.parametrize("shape", [(7, 16, 127), (129, 127, 128), (1000, 129, 1000), (256, 512, 128)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("b_layout", ["n", "t"])
+def test_auto_on_contiguous_operands(b_layout, shape, mode, gen):
+    """variant="auto" with plain contiguous tensors: the wgmma kernel when the leading dims are
+    multiples of 8 elements (16 bytes), else the SIMT kernel (mma.sync needs the same); correct
+    either way."""
+    m, n, k = shape
+    a = _a(m, k, DTYPES[mode], gen, "n")
+    b = _b(k, n, DTYPES[mode], gen, b_layout)
+    lead_b = n if b_layout == "n" else k
+    tma_ok = (k % 8 == 0 or m == 1) and (lead_b % 8 == 0 or (k if b_layout == "n" else n) == 1)
+    out, plan = _run(a, b, mode, variant="auto", expect="wgmma" if tma_ok else "simt")
+    _check(out, a, b, mode, f"auto {shape} {mode} B {b_layout} ({plan})")
+
+
+# ---- every config of the table, explicitly ----------------------------------------------------------
+
+
+@needs_sm90
+@pytest.mark.parametrize("b_layout", ["pad8", "t8"])
+@pytest.mark.parametrize("shape", [(257, 383, 1000), (64, 256, 96), (1, 7, 129), (512, 768, 256),
+                                   (1100, 1000, 1024), (4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("index", [c.index for c in _wgmma_configs()])
+def test_every_config(index, shape, b_layout, gen):
+    """Each wgmma config in each B layout: tails on all sides (257 x 383 x 1000), exact tiles (512 x
+    768 x 256), an odd number of tile rows for the 2-CTA cluster (1100), and more tiles than CTAs
+    (4096 x 4096: the persistent loop runs several tiles per CTA, the ring wraps many times)."""
+    m, n, k = shape
+    for mode in DTYPES:
+        a = _a(m, k, DTYPES[mode], gen)
+        b = _b(k, n, DTYPES[mode], gen, b_layout)
+        out, plan = _run(a, b, mode, config=index)
+        _check(out, a, b, mode, f"config {index} {shape} B {b_layout} {mode} seed={gen.initial_seed()}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("b_layout", ["pad8", "t8"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("index", [c.index for c in _wgmma_configs()])
+def test_config_tail_shapes(index, shape, b_layout, gen):
+    """Every wgmma config (128x192, the 128x64 tile and the split-K configs included) on every tail
+    shape of SIZES, both B layouts, both dtypes, against float64 with NaN-poisoned outputs."""
+    m, n, k = shape
+    for mode in DTYPES:
+        a = _a(m, k, DTYPES[mode], gen)
+        b = _b(k, n, DTYPES[mode], gen, b_layout)
+        out, plan = _run(a, b, mode, config=index)
+        _check(out, a, b, mode, f"config {index} {shape} B {b_layout} {mode} seed={gen.initial_seed()}")
+
+
+def _split_configs():
+    return [c.index for c in _wgmma_configs() if c.split_k > 1]
+
+
+@needs_sm90
+@pytest.mark.parametrize("b_layout", ["pad8", "t8"])
+@pytest.mark.parametrize("k", [1, 7, 16, 64, 65, 127, 129, 200, 1000, 4096 + 72])
+@pytest.mark.parametrize("index", _split_configs())
+def test_split_k_ranges(index, k, b_layout, gen):
+    """Split-K: every CTA of a cluster takes k-tiles [r * k_tiles / split, (r + 1) * k_tiles / split).
+    K <= 64 (one k-tile) leaves rank 1 with an empty range (it must contribute zeros, not garbage),
+    65 gives one k-tile each, 129 and 200 uneven shares with a K tail, 4096 + 72 many k-tiles. M and N
+    with tails on both sides, several tiles so that several clusters run, both dtypes."""
+    m, n = 129, 200
+    for mode in DTYPES:
+        a = _a(m, k, DTYPES[mode], gen)
+        b = _b(k, n, DTYPES[mode], gen, b_layout)
+        out, plan = _run(a, b, mode, config=index)
+        _check(out, a, b, mode, f"split-K config {index} K={k} B {b_layout} {mode} seed={gen.initial_seed()}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("index", _split_configs())
+def test_split_k_many_clusters(index, gen):
+    """More clusters than fit on the GPU at once (the split-K grid is one cluster per tile, not
+    persistent): later clusters start as earlier ones exit; K with a tail; batched with a broadcast B."""
+    batch, m, n, k = 3, 1000, 1000, 1000
+    for mode in DTYPES:
+        a = _a(m, k, DTYPES[mode], gen, batch=batch)
+        b = _b(k, n, DTYPES[mode], gen, "t8").expand(batch, k, n)
+        out, plan = _run(a, b, mode, config=index)
+        _check(out, a, b, mode, f"split-K config {index} many clusters {mode} seed={gen.initial_seed()}")
+
+
+def _overlap_configs():
+    return [c.index for c in _wgmma_configs() if c.epilogue_overlap > 0]
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_layout", ["n", "t"])
+@pytest.mark.parametrize("k", [1, 64, 65, 200, 1000])
+@pytest.mark.parametrize("index", _overlap_configs())
+def test_overlap_epilogue(index, k, out_layout, gen):
+    """Configs whose consumers store part of a tile during the next tile's mainloop: several tiles per
+    CTA (3 x 2000 x 3000 is 3 x 16 x 12 tiles of 128 x 256 on ~132 CTAs), edge tiles in M and N
+    deferred too, one k-tile per tile (K <= 64: the deferred stores run after the next mainloop
+    instead), two (65: during the next tile's last k-tile), many; 16-byte and element stores."""
+    batch, m, n = 3, 2000, 3000
+    for mode in DTYPES:
+        a = _a(m, k, DTYPES[mode], gen, batch=batch)
+        b = _b(k, n, DTYPES[mode], gen, "t8")
+        out = _poisoned(a, b, out_layout)
+        _run(a, b, mode, config=index, out=out)
+        _check(out, a, b, mode, f"overlap config {index} K={k} out {out_layout} {mode} seed={gen.initial_seed()}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("index", [c.index for c in _wgmma_configs()])
+def test_config_long_k(index, gen):
+    """Many k-tiles: every stage of the ring through many phases, in both dtypes."""
+    m, n, k = 300, 520, 8192 + 72
+    for mode in DTYPES:
+        a = _a(m, k, DTYPES[mode], gen)
+        b = _b(k, n, DTYPES[mode], gen)
+        out, _ = _run(a, b, mode, config=index)
+        _check(out, a, b, mode, f"config {index} long K {mode} seed={gen.initial_seed()}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("case", ["a3-b3", "a3-b2", "a2-b3t", "bcast-b3", "a3-bcastt"])
+@pytest.mark.parametrize("index", [-1] + [c.index for c in _wgmma_configs()])
+def test_batched(index, case, gen):
+    """Batch entries are further work units; stride-0 (broadcast) operands use batch coordinate 0."""
+    batch, m, n, k = 3, 129, 264, 136
+    mode = "bf16"
+    dt = DTYPES[mode]
+    la, lb = case.split("-")
+
+    def make_a():
+        if la == "a2":
+            return _a(m, k, dt, gen)
+        if la == "bcast":
+            return _a(m, k, dt, gen).expand(batch, m, k)
+        return _a(m, k, dt, gen, batch=batch)
+
+    def make_b():
+        layout = "t8" if lb.endswith("t") else "pad8"
+        if lb.startswith("b2"):
+            return _b(k, n, dt, gen, layout)
+        if lb.startswith("bcast"):
+            return _b(k, n, dt, gen, layout).expand(batch, k, n)
+        return _b(k, n, dt, gen, layout, batch=batch)
+
+    a, b = make_a(), make_b()
+    out, plan = _run(a, b, mode, config=index)
+    assert out.shape == (batch, m, n)
+    _check(out, a, b, mode, f"batched {case} config {index} ({plan})")
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_layout", ["t", "pad", "off"])
+@pytest.mark.parametrize("mode", list(DTYPES))
+def test_strided_out(out_layout, mode, gen):
+    """Outputs the 16-byte stores cannot take: element stores, still clipped at the edges."""
+    m, n, k = 129, 131, 200
+    a = _a(m, k, DTYPES[mode], gen)
+    b = _b(k, n, DTYPES[mode], gen)
+    out = _poisoned(a, b, out_layout)
+    for index in [c.index for c in _wgmma_configs()]:
+        out.fill_(float("nan"))
+        _run(a, b, mode, config=index, out=out)
+        _check(out, a, b, mode, f"out {out_layout} config {index} {mode}")
+
+
+# ---- fallbacks and errors ---------------------------------------------------------------------------
+
+
+@needs_sm90
+@pytest.mark.parametrize("case,expect", [("a_t", "tensor_core"), ("a_off", "simt"), ("a_odd_k", "simt"),
+                                         ("b_odd_n", "simt"), ("bt_odd_k", "simt")])
+def test_fallbacks(case, expect, gen):
+    """Layouts the wgmma kernel does not take run the mma.sync kernel (M-contiguous A) or, where that
+    cannot take them either (strides or pointers off 16 bytes), the SIMT kernel (docs/matmul.md), even
+    with variant="wgmma" and an explicit wgmma config (validated, then not used)."""
+    dt, mode = torch.float16, "fp16"
+    m, n, k = 136, 72, 88
+    a, b = _a(m, k, dt, gen), _b(k, n, dt, gen)
+    if case == "a_t":
+        a = _a(m, k, dt, gen, "t")
+    elif case == "a_off":
+        a = _a(m, k, dt, gen, "off")
+    elif case == "a_odd_k":
+        k = 87
+        a, b = _a(m, k, dt, gen, "n"), _b(k, n, dt, gen)
+    elif case == "b_odd_n":
+        n = 71
+        b = _b(k, n, dt, gen, "n")
+    elif case == "bt_odd_k":
+        k = 87
+        a, b = _a(m, k, dt, gen), _b(k, n, dt, gen, "t")
+    config = _wgmma_configs()[0].index
+    out, plan = _run(a, b, mode, variant="wgmma", config=config, expect=expect)
+    _check(out, a, b, mode, f"fallback {case} ({plan})")
+
+
+@needs_sm90
+def test_default_config_matches_python_mirror(gen):
+    """config=-1 on the wgmma path (wgmma_choose_config) agrees with aiter_lite.tuning.matmul_configs,
+    on the issue's shapes and a few more (the choice weighs K: split-K configs)."""
+    from aiter_lite.tuning.matmul_configs import default_config
+
+    from aiter_lite.ops.matmul import matmul_plan
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    shapes = ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000),
+              (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096), (16, 4096, 64),
+              (1000, 1000, 1000), (1, 4096, 4096), (512, 4096, 4096), (64, 64, 64))
+    for m, n, k in shapes:
+        a = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.empty(k, n, device="cuda", dtype=torch.bfloat16)
+        kernel, cfg = matmul_plan(a, b).split()
+        assert kernel == "wgmma"
+        assert int(cfg) == default_config("wgmma_16", m, n, 1, sms, k=k), (m, n, k)
+    a = torch.empty(3, 100, 264, device="cuda", dtype=torch.bfloat16)
+    b = torch.empty(264, 520, device="cuda", dtype=torch.bfloat16)
+    kernel, cfg = matmul_plan(a, b).split()
+    assert int(cfg) == default_config("wgmma_16", 100, 520, 3, sms, k=264)
+
+
+@needs_sm90
+@pytest.mark.parametrize("size", [1000, 2048])
+def test_repeatable(size, gen):
+    """Same inputs, same bits, in every config: no race between stages, consumers or cluster peers."""
+    for index in [c.index for c in _wgmma_configs()]:
+        a = _a(size, size, torch.bfloat16, gen)
+        b = _b(size, size, torch.bfloat16, gen, "t8")
+        first, _ = _run(a, b, "bf16", config=index)
+        first = first.clone()
+        for _ in range(3):
+            again, _ = _run(a, b, "bf16", config=index)
+            assert torch.equal(again, first), f"config {index} not repeatable"
+
+
+def test_bad_requests(gen):
+    import aiter_lite
+
+    a32 = torch.randn(64, 64, device="cuda")
+    with pytest.raises(ValueError, match="wgmma"):
+        aiter_lite.matmul(a32, a32, variant="wgmma")
+    a16 = a32.half()
+    from aiter_lite.tuning.matmul_configs import DEFAULT_CONFIG
+
+    with pytest.raises(ValueError, match="config"):  # a mma.sync config for the wgmma variant
+        aiter_lite.matmul(a16, a16, variant="wgmma", config=DEFAULT_CONFIG["tensor_core_16"])
+    with pytest.raises(ValueError, match="config"):  # a wgmma config for the mma.sync variant
+        aiter_lite.matmul(a16, a16, variant="tensor_core", config=DEFAULT_CONFIG["wgmma_16"])
+    if not _sm90():
+        with pytest.raises(ValueError, match="compute capability 9.0"):
+            aiter_lite.matmul(a16, a16, variant="wgmma")
+        with pytest.raises(ValueError, match="compute capability 9.0"):
+            aiter_lite.matmul(a16, a16, config=DEFAULT_CONFIG["wgmma_16"])
