@@ -87,17 +87,22 @@ def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
     if a.shape[-1] == 0:
         out.zero_()
         return
-    a = a.contiguous() if _needs_copy(a) else a
-    b = b.contiguous() if _needs_copy(b) else b
-    batch = out.shape[0] if out.dim() == 3 else 1
-    a3, b3 = _as_3d(a, batch), _as_3d(b, batch)
-    o3 = out.unsqueeze(0) if out.dim() == 2 else out
+    a3, b3, o3 = _kernel_operands(a, b, out)
     mod = get_module(MODULE, backend_of(a))
     with on_device(a):
         if config == -1 and variant in _TUNABLE and a.is_cuda and _autotune.enabled():
             config = _autotune.select_config(a3, b3, o3, allow_tf32, _TUNABLE[variant],
                                              lambda x, y, z, c: _run(mod, x, y, z, allow_tf32, variant, c))
         _run(mod, a3, b3, o3, allow_tf32, variant, config)
+
+
+def _kernel_operands(a, b, out):
+    """a, b and out as the 3-D [batch, rows, cols] views the kernels take (operands with no unit
+    stride copied, 2-D ones given a broadcast batch dim)."""
+    a = a.contiguous() if _needs_copy(a) else a
+    b = b.contiguous() if _needs_copy(b) else b
+    batch = out.shape[0] if out.dim() == 3 else 1
+    return _as_3d(a, batch), _as_3d(b, batch), (out.unsqueeze(0) if out.dim() == 2 else out)
 
 
 def _run(mod, a3, b3, o3, allow_tf32: bool, variant: int, config: int) -> None:
@@ -143,11 +148,7 @@ def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = 
         out = torch.empty(shape, dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.shape[-1] == 0:
         return "none -1"
-    a = a.contiguous() if _needs_copy(a) else a
-    b = b.contiguous() if _needs_copy(b) else b
-    batch = out.shape[0] if out.dim() == 3 else 1
-    a3, b3 = _as_3d(a, batch), _as_3d(b, batch)
-    o3 = out.unsqueeze(0) if out.dim() == 2 else out
+    a3, b3, o3 = _kernel_operands(a, b, out)
     mod = get_module(MODULE, backend_of(a))
     with on_device(a):
         return mod.plan(a3.data_ptr(), b3.data_ptr(), o3.data_ptr(), o3.shape[0], a3.shape[1], b3.shape[2],
