@@ -91,11 +91,7 @@ _current_device = getattr(torch._C, "_cuda_getDevice", None)
 
 def stream_of(t: torch.Tensor) -> int:
     """The raw stream handle to launch on for t's device (0 on the CPU)."""
-    if not t.is_cuda:
-        return 0
-    if _raw_stream is not None:
-        return _raw_stream(t.get_device())
-    return torch.cuda.current_stream(t.device).cuda_stream
+    return device_and_stream(t)[1]
 
 
 class on_device:

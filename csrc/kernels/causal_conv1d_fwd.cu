@@ -597,14 +597,18 @@ bool channel_vectors_aligned(const void* ptr, int64_t bs, int64_t ss, int64_t B,
   return is_aligned(ptr, kChannelLastVecBytes) && D % kV == 0 && (B == 1 || bs % kV == 0) && (L == 1 || ss % kV == 0);
 }
 
-FwdPath choose_fwd_path(const CausalConv1dFwdParams& p) {
+// rows: filled in when the rows kernel takes the call (FwdPath::kRows), so the launch does not plan again.
+FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
   if (p.width > kMaxTemplateWidth || p.variant == ConvVariant::kNaive) return FwdPath::kNaive;
   if (p.variant == ConvVariant::kShared) return FwdPath::kShared;
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
   const bool dense = is_dense(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
                      is_dense(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, D, L) &&
                      is_aligned(p.x, 16) && is_aligned(p.out, 16);
-  if (dense) return fwd_rows_plan(p).vecs_per_lane > 0 ? FwdPath::kRows : FwdPath::kFlat;
+  if (dense) {
+    rows = fwd_rows_plan(p);
+    return rows.vecs_per_lane > 0 ? FwdPath::kRows : FwdPath::kFlat;
+  }
   const bool channel_last = (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
   if (channel_last) {
     const int kV = kChannelLastVecBytes / static_cast<int>(dtype_size(p.x_dtype));
@@ -634,8 +638,9 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
   const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
   const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
                                         p.bias_stride, p.w_dtype);
-  const FwdPath path = choose_fwd_path(p);
-  if (path == FwdPath::kRows) return fwd_rows_run(p, fwd_rows_plan(p), w, stream);
+  FwdRowsPlan rows{};
+  const FwdPath path = choose_fwd_path(p, rows);
+  if (path == FwdPath::kRows) return fwd_rows_run(p, rows, w, stream);
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     switch (path) {
       case FwdPath::kNaive:
