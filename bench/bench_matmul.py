@@ -98,8 +98,19 @@ def main(argv=None) -> int:
     p.add_argument("--sweep-dtypes", default=None,
                    help="per-config sweep of the fp16/bf16 paths: comma-separated fp16,bf16 (default: bf16 for "
                         "wgmma_16, fp16 for tensor_core_16)")
+    p.add_argument("--shapes", default=None,
+                   help="comma-separated MxNxK list (e.g. 3000x3000x3000,3008x3008x3008): replaces the shapes "
+                        "of the timing table and of the per-config sweep")
     p.add_argument("--sweep-rep-ms", type=float, default=None, help="per-config sweep: do_bench rep (ms)")
     args = p.parse_args(argv)
+    custom_shapes = None
+    if args.shapes:
+        try:
+            custom_shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(",")]
+        except ValueError:
+            custom_shapes = []
+        if not custom_shapes or any(len(s) != 3 or min(s) < 1 for s in custom_shapes):
+            p.error(f"--shapes takes MxNxK,MxNxK,... with positive sizes, got {args.shapes!r}")
 
     if not torch.cuda.is_available():
         print("bench_matmul: needs a CUDA GPU", file=sys.stderr)
@@ -143,7 +154,7 @@ def main(argv=None) -> int:
               f"{rec['tflops']:7.1f} TFLOP/s", flush=True)
 
     print(f"device: {dev} ({sms} SMs), torch {torch.__version__}", flush=True)
-    shapes = ISSUE6_SHAPES if args.issue6 else QUICK_SHAPES if args.quick else SHAPES
+    shapes = custom_shapes or (ISSUE6_SHAPES if args.issue6 else QUICK_SHAPES if args.quick else SHAPES)
     for mode in modes:
         dtype = MODES[mode]
         tf32 = mode == "tf32"
@@ -174,7 +185,9 @@ def main(argv=None) -> int:
         for mode in sweep_dtypes or ():
             if mode not in ("fp16", "bf16"):
                 p.error(f"--sweep-dtypes takes fp16,bf16, got {mode!r}")
-        if args.sweep_shapes == "issue6":
+        if custom_shapes:
+            sweep_shapes = custom_shapes
+        elif args.sweep_shapes == "issue6":
             sweep_shapes = ISSUE6_SHAPES
         else:
             sweep_shapes = QUICK_CONFIG_SHAPES if args.quick else CONFIG_SHAPES

@@ -4,7 +4,7 @@
 # modes and tile configs they do not reach), one process per tool x op, each under a timeout, several
 # at once. Prints one line per tool x op (from its ERROR SUMMARY) and a verdict last.
 #
-#   bash bench/reliability/sanitize.sh [--tools memcheck,racecheck,initcheck,synccheck] [--ops conv,matmul]
+#   bash bench/reliability/sanitize.sh [--tools memcheck,racecheck,initcheck,synccheck] [--ops conv,matmul,wgmma]
 #        [--jobs 5] [--timeout 300] [--quick] [--no-canary] [--no-build] [--logs DIR]
 #
 # - memcheck, racecheck, synccheck: --kernel-name kns=aiter_lite (every kernel of ours is in namespace
@@ -22,7 +22,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TOOLS=memcheck,racecheck,initcheck,synccheck
-OPS=conv,matmul
+OPS=conv,matmul,wgmma
 JOBS=5
 TIMEOUT=300
 QUICK=""

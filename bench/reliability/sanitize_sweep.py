@@ -12,6 +12,9 @@ in one process, each result checked against float64.
   --op matmul   op_tests/test_matmul.py --check_only sweeps (each variant in each dtype it takes, every
                 operand orientation, batched), then every tile config of the table in every mode and
                 orientation it accepts.
+  --op wgmma    the Hopper wgmma + TMA kernels alone (sm_90a): every wgmma config in fp16 and bf16, both
+                B layouts, shapes with tails on every side, K ranges that wrap the stage ring, and grids
+                with more tiles than CTAs (persistent loops, deferred epilogue stores, split-K clusters).
   --canary      a memcheck self-test: one causal_conv1d launch whose output pointer is swapped for a
                 buffer far too small (a planted out-of-bounds write in an aiter_lite kernel). Run only
                 under the sanitizer: it must report errors, which proves the kernel-name filter matches.
@@ -229,6 +232,43 @@ def matmul_sweep(tally: Tally, dev, quick: bool, quiet: bool) -> None:
                 tally.run(f"{name} {m}x{n}x{k} {'t' if ta else 'n'}{'t' if tb else 'n'}", one)
 
 
+def _round8(x: int) -> int:
+    return (x + 7) // 8 * 8
+
+
+def wgmma_sweep(tally: Tally, dev, quick: bool) -> None:
+    """Every wgmma config (csrc/kernels/matmul_wgmma.cuh) on the shapes that reach its code paths."""
+    if dev.type != "cuda" or torch.cuda.get_device_capability(dev) != (9, 0):
+        print("note: the wgmma sweep needs a compute capability 9.0 GPU; skipped", flush=True)
+        return
+    from aiter_lite.ops.matmul import matmul_plan
+
+    gen = torch.Generator(device=dev).manual_seed(3)
+    # (M, N, K): tails on every side; K past the stage ring (several k-tiles, with a K tail); and
+    # 2304 x 2048 (144 tiles of 128 x 256, more than an H100's 132 CTAs: a CTA runs a second tile,
+    # which is where deferred stores and the ring's phase flips are exercised).
+    shapes = [(130, 200, 96), (1, 7, 16), (129, 127, 520)] + ([] if quick else [(2304, 2048, 136), (64, 8192, 1000)])
+    cfgs = [c for c in _configs() if getattr(c, "path", "") == "wgmma_16"]
+    for cfg, dt, tb in itertools.product(cfgs, (f16, bf16), (False, True)):
+        for m, n, k in shapes:
+            # TMA wants 16-byte row strides: odd sizes are slices of tensors padded to 8 columns.
+            a = torch.randn(m, _round8(k), generator=gen, device=dev).to(dt)[:, :k]
+            b = (torch.randn(n, _round8(k), generator=gen, device=dev).to(dt)[:, :k].t() if tb else
+                 torch.randn(k, _round8(n), generator=gen, device=dev).to(dt)[:, :n])
+            out = torch.full((m, n), float("nan"), dtype=dt, device=dev)
+            name = f"wgmma config {cfg.index} {dt} {m}x{n}x{k} {'nt' if tb else 'nn'}"
+
+            def one(a=a, b=b, out=out, index=cfg.index, dt=dt):
+                kernel = matmul_plan(a, b, out, variant="wgmma", config=index)
+                if not kernel.startswith("wgmma"):
+                    return f"ran {kernel}, not the wgmma kernel"
+                aiter_lite.matmul(a, b, out, variant="wgmma", config=index)
+                err = matmul_error(out, a, b)
+                mode = "fp16" if dt == f16 else "bf16"
+                return None if err <= MATMUL_TOL[mode] else f"relative error {err:.3e}"
+            tally.run(name, one)
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -271,7 +311,7 @@ def canary(dev) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--op", choices=("conv", "matmul", "all"), default="all")
+    p.add_argument("--op", choices=("conv", "matmul", "wgmma", "all"), default="all")
     p.add_argument("--device", default="auto")
     p.add_argument("--quick", action="store_true", help="fewer widths, shapes and orientations")
     p.add_argument("--verbose", action="store_true", help="show the op_tests tables")
@@ -289,6 +329,8 @@ def main(argv=None) -> int:
         conv_sweep(tally, dev, args.quick, not args.verbose)
     if args.op in ("matmul", "all"):
         matmul_sweep(tally, dev, args.quick, not args.verbose)
+    if args.op == "wgmma":
+        wgmma_sweep(tally, dev, args.quick)
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
     for s in tally.skipped[:40]:
