@@ -2,7 +2,9 @@
 
 Strided and transposed inputs are passed to the kernels as they are (element strides), with one
 exception: on the GPU an operand with no unit stride in either of its last two dims is copied to a
-contiguous tensor first (the fast kernels need one contiguous dimension for 16-byte loads).
+contiguous tensor first (the fast kernels need one contiguous dimension for 16-byte loads), and
+large operands whose rows are not 16-byte (128-byte on Hopper) aligned are copied to padded rows
+when the tensor-core kernels gain more than the copy costs (ops/matmul_repack.py).
 fp32 is strict by default; TF32 is used only when allowed (argument, or torch's global setting).
 """
 from __future__ import annotations
@@ -15,9 +17,12 @@ from ..jit import get_module
 from ..tuning import autotune as _autotune
 from ._common import (DTYPE_CODES, backend_of, check_no_alias, check_same_device, check_tensor, on_device,
                       stream_of, use_direct_call)
+from .matmul_repack import maybe_repack
 
 MODULE = "module_matmul"
 VARIANTS = {"auto": 0, "naive": 1, "tiled": 2, "tensor_core": 3, "wgmma": 4}
+# Variants that may run a tensor-core kernel (by code).
+_TENSOR_CORE_VARIANTS = {VARIANTS[v] for v in ("auto", "tensor_core", "wgmma")}
 # Variants whose config=-1 calls the autotuner may decide (AITER_LITE_AUTOTUNE=1), by code.
 _TUNABLE = {VARIANTS[v]: v for v in ("auto", "tiled", "tensor_core", "wgmma") if v in VARIANTS}
 
@@ -79,6 +84,10 @@ def _needs_copy(t: torch.Tensor) -> bool:
     return t.is_cuda and t.stride(-1) != 1 and t.stride(-2) != 1 and min(t.shape[-2:]) > 1
 
 
+def _may_use_tensor_cores(a: torch.Tensor, allow_tf32: bool, variant: int) -> bool:
+    return variant in _TENSOR_CORE_VARIANTS and (a.dtype != torch.float32 or allow_tf32)
+
+
 def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
     if out.numel() == 0:
         return
@@ -87,7 +96,7 @@ def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
     if a.shape[-1] == 0:
         out.zero_()
         return
-    a3, b3, o3 = _kernel_operands(a, b, out)
+    a3, b3, o3 = _kernel_operands(a, b, out, _may_use_tensor_cores(a, allow_tf32, variant))
     mod = get_module(MODULE, backend_of(a))
     with on_device(a):
         if config == -1 and variant in _TUNABLE and a.is_cuda and _autotune.enabled():
@@ -96,11 +105,15 @@ def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
         _run(mod, a3, b3, o3, allow_tf32, variant, config)
 
 
-def _kernel_operands(a, b, out):
+def _kernel_operands(a, b, out, tensor_core: bool = False):
     """a, b and out as the 3-D [batch, rows, cols] views the kernels take (operands with no unit
-    stride copied, 2-D ones given a broadcast batch dim)."""
+    stride copied, 2-D ones given a broadcast batch dim). tensor_core: the call may run a tensor-core
+    kernel, so large operands with badly aligned rows are repacked (ops/matmul_repack.py)."""
     a = a.contiguous() if _needs_copy(a) else a
     b = b.contiguous() if _needs_copy(b) else b
+    if tensor_core and a.is_cuda:
+        flops = 2.0 * out.numel() * a.shape[-1]
+        a, b = maybe_repack(a, flops), maybe_repack(b, flops)
     batch = out.shape[0] if out.dim() == 3 else 1
     return _as_3d(a, batch), _as_3d(b, batch), (out.unsqueeze(0) if out.dim() == 2 else out)
 
@@ -148,7 +161,7 @@ def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = 
         out = torch.empty(shape, dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.shape[-1] == 0:
         return "none -1"
-    a3, b3, o3 = _kernel_operands(a, b, out)
+    a3, b3, o3 = _kernel_operands(a, b, out, _may_use_tensor_cores(a, tf32, VARIANTS[variant]))
     mod = get_module(MODULE, backend_of(a))
     with on_device(a):
         return mod.plan(a3.data_ptr(), b3.data_ptr(), o3.data_ptr(), o3.shape[0], a3.shape[1], b3.shape[2],

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Where the host time of a tiny causal_conv1d call goes (issue 4's host-overhead target).
+
+For each call form, on a tiny fp16 tensor (1x64x16, W=4, bias, SiLU), the fastest of 7 rounds of n
+back-to-back calls, measured two ways:
+  enqueue  CPU time per call with the launch queue never full (n=400 calls from an idle GPU, timed
+           before the final synchronize): the host overhead proper;
+  wall     time per call including the final synchronize of n=2000 calls (what bench_causal_conv1d.py
+           --host-only reports): max(host overhead, GPU time per back-to-back kernel).
+Plus the GPU time per kernel of back-to-back launches (CUDA events around 800 calls queued behind a
+sleep kernel, so the GPU never waits for the host), and the
+pieces of the Python path timed alone, to show which part a change should target.
+
+  python bench/host_overhead_conv.py [--json PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import aiter_lite  # noqa: E402
+from aiter_lite.ops import _common  # noqa: E402
+
+
+def per_call(fn, n: int, sync_in_time: bool, rounds: int = 7) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if sync_in_time:
+            torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+        torch.cuda.synchronize()
+    return best
+
+
+def gpu_per_kernel(fn, n: int = 800) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    # keep the queue ahead of the GPU: a sleep kernel first, so the events measure the kernels only
+    torch.cuda._sleep(50_000_000)
+    start.record()
+    for _ in range(n):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / n
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("host_overhead_conv: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    x = torch.randn(1, 64, 16, device="cuda", dtype=torch.float16)
+    w = torch.randn(64, 4, device="cuda", dtype=torch.float16)
+    b = torch.randn(64, device="cuda", dtype=torch.float16)
+    out = torch.empty_like(x)
+    aiter_lite.causal_conv1d(x, w, b, "silu")  # build / load
+    conv = sys.modules["aiter_lite.ops.causal_conv1d"]
+    mod = conv.get_module(conv.MODULE, "cuda")
+    launch = mod.causal_conv1d_fwd_contiguous
+    stream = torch.cuda.current_stream().cuda_stream
+    largs = (x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), 1, 64, 16, 4, 1, 1, True, 0, stream)
+
+    calls = {
+        "causal_conv1d (functional)": lambda: aiter_lite.causal_conv1d(x, w, b, "silu"),
+        "causal_conv1d_fwd(out=)": lambda: aiter_lite.causal_conv1d_fwd(out, x, w, b, True),
+        "binding call, arguments precomputed": lambda: launch(*largs),
+        "torch.add": lambda: torch.add(x, x),
+        "torch.empty_like": lambda: torch.empty_like(x),
+    }
+    pieces = {  # the Python path's parts, no launch
+        "_well_formed_fwd": lambda: conv._well_formed_fwd(out, x, w, b, True, "auto"),
+        "check_no_alias": lambda: _common.check_no_alias("out", out, (("x", x), ("weight", w), ("bias", b))),
+        "get_module": lambda: conv.get_module(conv.MODULE, "cuda"),
+        "device_and_stream": lambda: _common.device_and_stream(x),
+        "use_direct_call": _common.use_direct_call,
+        "13 argument reads (data_ptr, shape, contiguity)": lambda: (
+            x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), *x.shape, w.shape[1], x.is_contiguous(),
+            out.is_contiguous(), w.is_contiguous(), b.is_contiguous()),
+    }
+    rows = []
+    for name, fn in calls.items():
+        for _ in range(100):
+            fn()
+        rows.append(dict(call=name, enqueue_us=per_call(fn, 400, False), wall_us=per_call(fn, 2000, True),
+                         gpu_us_per_kernel=gpu_per_kernel(fn) if name != "torch.empty_like" else None))
+    for name, fn in pieces.items():
+        for _ in range(100):
+            fn()
+        rows.append(dict(call="(piece) " + name, enqueue_us=per_call(fn, 2000, False), wall_us=None,
+                         gpu_us_per_kernel=None))
+    dev = torch.cuda.get_device_name()
+    print(f"device: {dev}, torch {torch.__version__}, python {sys.version.split()[0]}")
+    print("| call | enqueue us/call | wall us/call (2000, synced) | GPU us per kernel |")
+    print("| --- | --- | --- | --- |")
+    f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    for r in rows:
+        print(f"| {r['call']} | {f(r['enqueue_us'])} | {f(r['wall_us'])} | {f(r['gpu_us_per_kernel'])} |")
+    if args.json:
+        args.json.write_text(json.dumps(dict(device=dev, torch=torch.__version__, rows=rows), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""The repacking of badly aligned matmul operands (aiter_lite/ops/matmul_repack.py): the decision
+and the copy, on the CPU (the GPU path runs the same functions; tests/test_gpu_matmul_wgmma.py
+checks the results there)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aiter_lite.ops.matmul_repack import ALIGN_BYTES, repack, row_stride, should_repack
+
+
+def test_row_stride_of_each_orientation():
+    a = torch.empty(30, 3000, dtype=torch.float16)
+    assert row_stride(a) == 3000
+    assert row_stride(a.t()) == 3000  # column-major view: lines along dim -2
+    assert row_stride(a[:1]) is None  # one line: its stride is never used
+    assert row_stride(a[:, :1]) is None
+    assert row_stride(a[:, ::2]) is None  # no unit stride (matmul copies such operands anyway)
+    assert row_stride(torch.empty(4, 30, 100)[:, :, :50]) == 100
+
+
+@pytest.mark.parametrize("hopper", [False, True])
+def test_aligned_rows_are_never_repacked(hopper):
+    a = torch.empty(3008, 3008, dtype=torch.float16)  # 6016-byte rows: 47 x 128
+    assert not should_repack(a, 2.0 * 3008 ** 3, hopper)
+
+
+def test_hopper_repacks_large_rows_off_128_bytes_only():
+    a = torch.empty(3000, 3000, dtype=torch.bfloat16)  # 6000-byte rows: 16-byte but not 128-byte aligned
+    assert should_repack(a, 2.0 * 3000 ** 3, hopper=True)
+    assert not should_repack(a, 2.0 * 3000 ** 3, hopper=False)  # cp.async only needs 16 bytes
+    small = torch.empty(100, 100, dtype=torch.bfloat16)
+    assert not should_repack(small, 2.0 * 100 ** 3, hopper=True)  # the copy would cost more than it saves
+
+
+def test_rows_off_16_bytes_are_repacked_on_any_gpu_when_large():
+    a = torch.empty(4096, 4095, dtype=torch.float16)
+    assert should_repack(a, 2.0 * 4096 * 4096 * 4095, hopper=False)
+    # a thin problem (N = 16): the matmul is too short for the copy of a 32 MB operand to pay
+    assert not should_repack(a, 2.0 * 4096 * 16 * 4095, hopper=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("layout", ["row", "col", "batched", "sliced"])
+def test_repack_keeps_values_and_orientation(dtype, layout):
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(3, 37, 61, generator=g).to(dtype)
+    t = {"row": base[0], "col": base[0].t(), "batched": base, "sliced": base[1, :, 5:50]}[layout]
+    r = repack(t)
+    assert torch.equal(r, t)
+    assert r.shape == t.shape and r.dtype == t.dtype
+    stride = row_stride(r)
+    assert stride * r.element_size() % ALIGN_BYTES == 0
+    assert (r.stride(-1) == 1) == (t.stride(-1) == 1)  # same orientation
+    assert r.data_ptr() % ALIGN_BYTES == 0 or r.device.type == "cpu"
