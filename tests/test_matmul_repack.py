@@ -53,3 +53,13 @@ def test_repack_keeps_values_and_orientation(dtype, layout):
     assert stride * r.element_size() % ALIGN_BYTES == 0
     assert (r.stride(-1) == 1) == (t.stride(-1) == 1)  # same orientation
     assert r.data_ptr() % ALIGN_BYTES == 0 or r.device.type == "cpu"
+
+
+@pytest.mark.parametrize("width,offset", [(3000, 0), (3001, 0), (3002, 1), (3004, 2), (64, 0)])
+def test_repack_of_any_line_alignment(width, offset):
+    # widths and start offsets that 16-, 8-, 4-byte or only 2-byte elements divide
+    base = torch.randn(9 * (width + 8) + 8).to(torch.float16)
+    t = base[offset:offset + 9 * (width + 3)].view(9, width + 3)[:, :width]
+    r = repack(t)
+    assert torch.equal(r, t)
+    assert row_stride(r) * 2 % ALIGN_BYTES == 0

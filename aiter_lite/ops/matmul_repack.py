@@ -70,8 +70,27 @@ def repack(t: torch.Tensor) -> torch.Tensor:
     lines, width = src.shape[-2], src.shape[-1]
     padded = (width + per - 1) // per * per
     buf = torch.empty(*src.shape[:-2], lines, padded, dtype=t.dtype, device=t.device)[..., :width]
-    buf.copy_(src)
+    _copy_wide(buf, src)
     return buf.transpose(-1, -2) if col_major else buf
+
+
+# Same-size stand-ins for moving raw bytes: a strided copy_ moves one element per index computation,
+# so 16-byte elements move a line 8x faster than fp16 ones (no arithmetic happens on them).
+_WIDE = ((16, torch.complex128), (8, torch.int64), (4, torch.int32))
+
+
+def _copy_wide(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """dst.copy_(src) for same-dtype tensors with unit-stride lines, through the widest element
+    that divides every line's length, stride and start."""
+    for size, wide in _WIDE:
+        if size <= src.element_size():
+            break
+        try:
+            dst.view(wide).copy_(src.view(wide))
+            return
+        except RuntimeError:  # a length, stride or offset the wide element does not divide
+            continue
+    dst.copy_(src)
 
 
 def maybe_repack(t: torch.Tensor, flops: float) -> torch.Tensor:
