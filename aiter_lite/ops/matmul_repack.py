@@ -27,6 +27,8 @@ _TENSOR_FLOPS = 600e12      # a tensor-core matmul with aligned rows
 _MISALIGNED_SLOWDOWN = 0.8  # extra time with misaligned rows, as a fraction of the aligned time
 _COPY_BYTES_PER_S = 2.5e12  # read + write of a device copy
 _COPY_LAUNCH_S = 4e-6
+# Below this no copy can pay (the gain must cover twice the copy's launch alone).
+_MIN_FLOPS = 2 * _COPY_LAUNCH_S * _TENSOR_FLOPS / _MISALIGNED_SLOWDOWN
 
 
 def row_stride(t: torch.Tensor) -> Optional[int]:
@@ -95,7 +97,7 @@ def _copy_wide(dst: torch.Tensor, src: torch.Tensor) -> None:
 
 def maybe_repack(t: torch.Tensor, flops: float) -> torch.Tensor:
     """t, or its repacked copy when should_repack says so (CUDA tensors only)."""
-    if not t.is_cuda or torch.version.hip:
+    if flops < _MIN_FLOPS or not t.is_cuda or torch.version.hip:  # the hot path of small calls stops here
         return t
     hopper = _wants_128(t.device.index if t.device.index is not None else torch.cuda.current_device())
     return repack(t) if should_repack(t, flops, hopper) else t
