@@ -74,10 +74,10 @@ def _well_formed_fwd(out, x, weight, bias, use_silu, variant) -> bool:
         if bias is not None and (bias.dim() != 1 or bias.shape[0] != shape[1] or bias.shape[0] == 0
                                  or bias.dtype != weight.dtype):
             return False
-        if x.is_cuda:
+        if x.is_cuda:  # then an equal get_device() (>= 0) means the same GPU; -1 would be a CPU/meta tensor
             dev = x.get_device()
-            return (weight.is_cuda and out.is_cuda and weight.get_device() == dev and out.get_device() == dev
-                    and (bias is None or (bias.is_cuda and bias.get_device() == dev)))
+            return (weight.get_device() == dev and out.get_device() == dev
+                    and (bias is None or bias.get_device() == dev))
         return x.is_cpu and weight.is_cpu and out.is_cpu and (bias is None or bias.is_cpu)
     except (AttributeError, TypeError):  # not tensors: the full checks say which argument
         return False
@@ -105,22 +105,35 @@ def _check_fwd(out, x, weight, bias, use_silu, variant) -> Optional[torch.Tensor
 
 def _launch_fwd(out, x, weight, bias, use_silu: bool, variant: int, fresh_out: bool = False) -> None:
     """fresh_out: out was just allocated here, so it cannot alias an input (skips that check)."""
-    if out.numel() == 0:
+    n = out.numel()
+    if n == 0:
         return
-    if not fresh_out and not torch.compiler.is_compiling():
-        check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
     mod = get_module(MODULE, backend_of(x))
     dev, stream = device_and_stream(x)
     if dev >= 0 and dev != current_device_index():  # launch on x's GPU (rare: the hot path skips this)
+        if not fresh_out and not torch.compiler.is_compiling():
+            check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
         with on_device(x):
             return _launch_fwd(out, x, weight, bias, use_silu, variant, fresh_out=True)
     bias_ptr = 0 if bias is None else bias.data_ptr()
     if (x.is_contiguous() and out.is_contiguous() and weight.is_contiguous()
             and (bias is None or bias.is_contiguous())):  # the common case: 13 arguments instead of 22
+        xp, wp, op = x.data_ptr(), weight.data_ptr(), out.data_ptr()
+        if not fresh_out:
+            # Dense tensors overlap exactly when their byte ranges do: integer tests here, the full
+            # check (which names the argument) only when one of them fires.
+            nb = n * out.element_size()
+            wb = weight.numel() * weight.element_size()
+            if ((op < xp + nb and xp < op + nb) or (op < wp + wb and wp < op + nb)
+                    or (bias is not None and op < bias_ptr + wb and bias_ptr < op + nb)) \
+                    and not torch.compiler.is_compiling():
+                check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
         mod.causal_conv1d_fwd_contiguous(
-            x.data_ptr(), weight.data_ptr(), bias_ptr, out.data_ptr(), *x.shape, weight.shape[1],
+            xp, wp, bias_ptr, op, *x.shape, weight.shape[1],
             DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant, stream)
         return
+    if not fresh_out and not torch.compiler.is_compiling():
+        check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
     mod.causal_conv1d_fwd(
         x.data_ptr(), weight.data_ptr(), bias_ptr, out.data_ptr(),
         *x.shape, weight.shape[1], *x.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
