@@ -49,9 +49,10 @@ QUICK_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (128, 8192, 8192)]
 CONFIG_SHAPES = [(4096, 4096, 4096), (2048, 2048, 2048), (8192, 1024, 8192), (128, 8192, 8192)]
 QUICK_CONFIG_SHAPES = [(4096, 4096, 4096)]
 MODES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "tf32": torch.float32}
-PATH_MODE = {"simt": "fp32", "tensor_core_16": "fp16", "tensor_core_tf32": "tf32", "wgmma_16": "bf16"}
+PATH_MODE = {"simt": "fp32", "tensor_core_16": "fp16", "tensor_core_tf32": "tf32", "wgmma_16": "bf16",
+             "wgmma_tf32": "tf32"}
 PATH_VARIANT = {"simt": "tiled", "tensor_core_16": "tensor_core", "tensor_core_tf32": "tensor_core",
-                "wgmma_16": "wgmma"}
+                "wgmma_16": "wgmma", "wgmma_tf32": "wgmma"}
 # The Hopper matmul issue (6): targets against cuBLAS on an H100.
 ISSUE6_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000),
                  (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096)]
@@ -223,10 +224,11 @@ def main(argv=None) -> int:
 
     print(f"\nwrote {out_path}\n")
     print(markdown_tables(records))
-    if args.issue6:
+    if args.issue6 or custom_shapes:
         best = best_config_summary(records)
         if best:
             print("\n" + best)
+    if args.issue6:
         print("\n" + issue6_summary(records))
     return 0
 

@@ -413,3 +413,267 @@ def test_bad_requests(gen):
             aiter_lite.matmul(a16, a16, variant="wgmma")
         with pytest.raises(ValueError, match="compute capability 9.0"):
             aiter_lite.matmul(a16, a16, config=DEFAULT_CONFIG["wgmma_16"])
+
+
+# ---- the tf32 kernel (fp32 inputs, allow_tf32): csrc/kernels/matmul_wgmma_tf32.cuh -----------------
+# TMA needs 16-byte row strides, i.e. multiples of 4 fp32: "pad4" slices of wider tensors let odd M,
+# N, K (1, 7, 127, 129, 1000) run the kernel. Tolerances as tests/test_gpu_matmul.py for tf32: 6e-4 on
+# outputs of >= 4096 elements, 1e-3 on smaller ones (inputs rounded to nearest give 2.9e-4 on random
+# normal data at any K, so 3e-4 would fail about half the time); test_tf32_rounds_both_operands checks
+# the rounding itself with a tighter bound on large outputs.
+
+TF32_SHAPES = [
+    (1, 1, 1), (1, 7, 129), (7, 1, 127), (7, 127, 1000), (127, 129, 7), (129, 127, 129), (1000, 7, 1000),
+    (127, 1000, 129), (1000, 1000, 127), (129, 1000, 1), (1000, 129, 1000), (1, 1000, 1000), (256, 128, 96),
+    (512, 384, 1024), (1000, 1000, 1000),
+]
+
+
+def _round4(x: int) -> int:
+    return (x + 3) // 4 * 4
+
+
+def _tf32_configs():
+    from aiter_lite.tuning.matmul_configs import configs_for
+
+    return configs_for("wgmma_tf32")
+
+
+def _a32(m, k, gen, layout="pad4", batch=None):
+    """fp32 A [.., m, k]. pad4: K-contiguous, row stride padded to a multiple of 4; n: contiguous;
+    t: M-contiguous (a transposed view)."""
+    lead = () if batch is None else (batch,)
+    if layout == "pad4":
+        return _randn(*lead, m, _round4(k), dtype=torch.float32, gen=gen)[..., :k]
+    return _a(m, k, torch.float32, gen, layout, batch)
+
+
+def _b32(k, n, gen, layout="pad4", batch=None):
+    """fp32 B [.., k, n]. pad4: N-contiguous, row stride padded to a multiple of 4; t4: K-contiguous
+    (w.t() of an [n, k] weight with a padded row stride); n: contiguous; t: w.t() of a contiguous
+    [n, k] weight."""
+    lead = () if batch is None else (batch,)
+    if layout == "pad4":
+        return _randn(*lead, k, _round4(n), dtype=torch.float32, gen=gen)[..., :n]
+    if layout == "t4":
+        return _randn(*lead, n, _round4(k), dtype=torch.float32, gen=gen)[..., :k].transpose(-1, -2)
+    return _b(k, n, torch.float32, gen, layout, batch)
+
+
+def _tf32_tol(numel: int) -> float:
+    return 6e-4 if numel >= 4096 else 1e-3
+
+
+def _tf32_err(out, a, b) -> float:
+    from aiter_lite.ops import matmul_ref
+
+    ref = matmul_ref(a, b)
+    scale = torch.matmul(a.double().abs(), b.double().abs())
+    assert out.shape == ref.shape
+    out64 = out.double()
+    assert torch.isfinite(out64).all(), "non-finite outputs (unwritten NaN poison?)"
+    denom = max(ref.norm().item(), scale.norm().item() / math.sqrt(a.shape[-1]))
+    return (out64 - ref).norm().item() / max(denom, 1e-30)
+
+
+def _check_tf32(out, a, b, what, tol=None):
+    err = _tf32_err(out, a, b)
+    tol = _tf32_tol(out.numel()) if tol is None else tol
+    assert err <= tol, f"{what}: relative error {err:.3e} > {tol:.0e}"
+
+
+def _run_tf32(a, b, variant="auto", config=-1, out=None, expect="wgmma_tf32"):
+    """aiter_lite.matmul(..., allow_tf32=True) into a NaN-poisoned out, after checking the kernel."""
+    import aiter_lite
+    from aiter_lite.ops.matmul import matmul_plan
+
+    if out is None:
+        out = _poisoned(a, b)
+    plan = matmul_plan(a, b, out, allow_tf32=True, variant=variant, config=config)
+    kernel, cfg = plan.split()
+    assert kernel == expect, f"expected the {expect} kernel, the dispatch plans {plan!r}"
+    if config >= 0 and expect == "wgmma_tf32":
+        assert int(cfg) == config
+    res = aiter_lite.matmul(a, b, out, allow_tf32=True, variant=variant, config=config)
+    assert res.data_ptr() == out.data_ptr()
+    torch.cuda.synchronize()
+    return out, plan
+
+
+@needs_sm90
+@pytest.mark.parametrize("b_layout", ["pad4", "t4"])
+@pytest.mark.parametrize("shape", TF32_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_tf32_shapes(shape, b_layout, gen):
+    """variant auto (the default choice) on every tail shape: M, N, K in {1, 7, 127, 129, 1000}, K not a
+    multiple of 32, both B layouts."""
+    m, n, k = shape
+    a, b = _a32(m, k, gen), _b32(k, n, gen, b_layout)
+    out, plan = _run_tf32(a, b)
+    _check_tf32(out, a, b, f"{shape} B {b_layout} ({plan}) seed={gen.initial_seed()}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("b_layout", ["pad4", "t4"])
+@pytest.mark.parametrize("index", [c.index for c in _tf32_configs()])
+def test_tf32_every_config(index, b_layout, gen):
+    """Each tf32 config explicitly (variant "wgmma") on every tail shape, and on a shape with more
+    tiles than CTAs (the persistent loop runs several tiles per CTA, the ring wraps many times)."""
+    for m, n, k in TF32_SHAPES + [(2048, 2048, 256), (600, 4096, 1000)]:
+        a, b = _a32(m, k, gen), _b32(k, n, gen, b_layout)
+        out, plan = _run_tf32(a, b, variant="wgmma", config=index)
+        _check_tf32(out, a, b, f"config {index} {(m, n, k)} B {b_layout} seed={gen.initial_seed()}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("index", [c.index for c in _tf32_configs()])
+def test_tf32_long_k(index, gen):
+    """Many k-tiles (odd count: the fragment buffers' parity ends on the other buffer), both layouts."""
+    m, n, k = 300, 520, 8192 + 36
+    for b_layout in ("pad4", "t4"):
+        a, b = _a32(m, k, gen), _b32(k, n, gen, b_layout)
+        out, _ = _run_tf32(a, b, config=index)
+        _check_tf32(out, a, b, f"config {index} long K B {b_layout} seed={gen.initial_seed()}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("b_layout", ["n", "t"])
+@pytest.mark.parametrize("shape", [(7, 16, 127), (129, 127, 128), (1000, 129, 1000), (256, 512, 128), (4, 4, 4)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_tf32_auto_on_contiguous_operands(shape, b_layout, gen):
+    """Plain contiguous tensors (the torch.matmul case): the tf32 wgmma kernel when the leading dims
+    are multiples of 4 fp32 (16 bytes), else the SIMT kernel (mma.sync needs the same); correct
+    either way."""
+    m, n, k = shape
+    a, b = _a32(m, k, gen, "n"), _b32(k, n, gen, b_layout)
+    lead_b = n if b_layout == "n" else k
+    tma_ok = (k % 4 == 0 or m == 1) and (lead_b % 4 == 0 or (k if b_layout == "n" else n) == 1)
+    out, plan = _run_tf32(a, b, expect="wgmma_tf32" if tma_ok else "simt")
+    _check_tf32(out, a, b, f"auto {shape} B {b_layout} ({plan})")
+
+
+@needs_sm90
+def test_tf32_rounds_both_operands(gen):
+    """Both operands are rounded to nearest tf32 (the copy engine for A, cvt.rna for B): on large random
+    normal outputs that gives 2.8e-4 .. 3.0e-4, a truncated operand 4.6e-4 or more (CPU simulation of
+    the same data), so 3.6e-4 separates the two."""
+    for b_layout in ("n", "t"):
+        a, b = _a32(1024, 2048, gen, "n"), _b32(2048, 1024, gen, b_layout)
+        out, plan = _run_tf32(a, b)
+        _check_tf32(out, a, b, f"rounding, B {b_layout} ({plan})", tol=3.6e-4)
+
+
+@needs_sm90
+@pytest.mark.parametrize("case", ["a3-b3", "a3-b2", "a2-b3t", "bcast-b3", "a3-bcastt"])
+@pytest.mark.parametrize("index", [-1] + [c.index for c in _tf32_configs()])
+def test_tf32_batched(index, case, gen):
+    """Batch entries are further work units; stride-0 (broadcast) operands use batch coordinate 0."""
+    batch, m, n, k = 3, 129, 264, 132
+    la, lb = case.split("-")
+    if la == "a2":
+        a = _a32(m, k, gen)
+    elif la == "bcast":
+        a = _a32(m, k, gen).expand(batch, m, k)
+    else:
+        a = _a32(m, k, gen, batch=batch)
+    layout = "t4" if lb.endswith("t") else "pad4"
+    if lb.startswith("b2"):
+        b = _b32(k, n, gen, layout)
+    elif lb.startswith("bcast"):
+        b = _b32(k, n, gen, layout).expand(batch, k, n)
+    else:
+        b = _b32(k, n, gen, layout, batch=batch)
+    out, plan = _run_tf32(a, b, config=index)
+    assert out.shape == (batch, m, n)
+    _check_tf32(out, a, b, f"batched {case} config {index} ({plan})")
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_layout", ["t", "pad", "off"])
+def test_tf32_strided_out(out_layout, gen):
+    """Outputs the 8-byte stores cannot take: element stores, still clipped at the edges."""
+    m, n, k = 129, 131, 200
+    for b_layout in ("pad4", "t4"):
+        a, b = _a32(m, k, gen), _b32(k, n, gen, b_layout)
+        out = _poisoned(a, b, out_layout)
+        for index in [c.index for c in _tf32_configs()]:
+            out.fill_(float("nan"))
+            _run_tf32(a, b, config=index, out=out)
+            _check_tf32(out, a, b, f"out {out_layout} config {index} B {b_layout}")
+
+
+@needs_sm90
+@pytest.mark.parametrize("case,expect", [("a_t", "tensor_core"), ("a_off", "simt"), ("a_odd_k", "simt"),
+                                         ("b_odd_n", "simt"), ("bt_odd_k", "simt"), ("tensor_core", "tensor_core")])
+def test_tf32_fallbacks(case, expect, gen):
+    """Layouts the tf32 wgmma kernel does not take run the mma.sync tf32 kernel (M-contiguous A) or the
+    SIMT kernel (strides or pointers off 16 bytes), even with variant "wgmma" and an explicit config;
+    variant "tensor_core" keeps running mma.sync."""
+    m, n, k = 136, 72, 88
+    a, b = _a32(m, k, gen), _b32(k, n, gen)
+    variant, config = "wgmma", _tf32_configs()[0].index
+    if case == "a_t":
+        a = _a32(m, k, gen, "t")
+    elif case == "a_off":
+        a = _randn(m * k + 1, dtype=torch.float32, gen=gen)[1:].view(m, k)
+    elif case == "a_odd_k":
+        k = 87
+        a, b = _a32(m, k, gen, "n"), _b32(k, n, gen)
+    elif case == "b_odd_n":
+        n = 71
+        b = _b32(k, n, gen, "n")
+    elif case == "bt_odd_k":
+        k = 87
+        a, b = _a32(m, k, gen), _b32(k, n, gen, "t")
+    elif case == "tensor_core":
+        variant, config = "tensor_core", -1
+    out, plan = _run_tf32(a, b, variant=variant, config=config, expect=expect)
+    _check_tf32(out, a, b, f"fallback {case} ({plan})")
+
+
+@needs_sm90
+def test_tf32_default_config_matches_python_mirror():
+    """config=-1 on the tf32 wgmma path (wgmma_tf32_choose_config) agrees with
+    aiter_lite.tuning.matmul_configs.default_config("wgmma_tf32", ...)."""
+    from aiter_lite.ops.matmul import matmul_plan
+    from aiter_lite.tuning.matmul_configs import default_config
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    shapes = ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000),
+              (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096), (1000, 1000, 1000),
+              (64, 64, 64))
+    for m, n, k in shapes:
+        a = torch.empty(m, k, device="cuda")
+        b = torch.empty(k, n, device="cuda")
+        kernel, cfg = matmul_plan(a, b, allow_tf32=True).split()
+        assert kernel == "wgmma_tf32"
+        assert int(cfg) == default_config("wgmma_tf32", m, n, 1, sms, k=k), (m, n, k)
+
+
+@needs_sm90
+def test_tf32_repeatable(gen):
+    """Same inputs, same bits, in every config: no race between stages or consumers."""
+    for index in [c.index for c in _tf32_configs()]:
+        for b_layout in ("pad4", "t4"):
+            a, b = _a32(1000, 1000, gen), _b32(1000, 1000, gen, b_layout)
+            first, _ = _run_tf32(a, b, config=index)
+            first = first.clone()
+            for _ in range(2):
+                again, _ = _run_tf32(a, b, config=index)
+                assert torch.equal(again, first), f"config {index} B {b_layout} not repeatable"
+
+
+def test_tf32_bad_requests():
+    import aiter_lite
+
+    a32 = torch.randn(64, 64, device="cuda")
+    with pytest.raises(ValueError, match="allow_tf32"):  # strict fp32 has no wgmma kernel
+        aiter_lite.matmul(a32, a32, allow_tf32=False, variant="wgmma")
+    from aiter_lite.tuning.matmul_configs import DEFAULT_CONFIG
+
+    with pytest.raises(ValueError, match="config"):  # a tf32 wgmma config for the mma.sync variant
+        aiter_lite.matmul(a32, a32, allow_tf32=True, variant="tensor_core", config=DEFAULT_CONFIG["wgmma_tf32"])
+    with pytest.raises(ValueError, match="config"):  # an fp16 wgmma config for tf32
+        aiter_lite.matmul(a32, a32, allow_tf32=True, variant="wgmma", config=DEFAULT_CONFIG["wgmma_16"])
+    if not _sm90():
+        with pytest.raises(ValueError, match="compute capability 9.0"):
+            aiter_lite.matmul(a32, a32, allow_tf32=True, variant="wgmma")

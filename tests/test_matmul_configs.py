@@ -13,7 +13,7 @@ from aiter_lite.tuning.matmul_configs import (DEFAULT_CONFIG, MATMUL_CONFIGS, PA
 
 HEADER = Path(__file__).resolve().parent.parent / "csrc" / "include" / "matmul_configs.h"
 CPP_PATHS = {"kSimt": "simt", "kTensorCore16": "tensor_core_16", "kTensorCoreTf32": "tensor_core_tf32",
-             "kWgmma16": "wgmma_16"}
+             "kWgmma16": "wgmma_16", "kWgmmaTf32": "wgmma_tf32"}
 
 # {path, bm, bn, bk, warps_m, warps_n, stages[, cluster_m[, split_k[, epilogue_overlap]]]}: the
 # optional fields default to 1, 1 and 0.
@@ -142,6 +142,42 @@ def test_wgmma_constraints(cfg):
     assert cfg.smem_bytes(2) <= 227 * 1024  # the H100's opt-in limit per block
 
 
+@pytest.mark.parametrize("cfg", configs_for("wgmma_tf32"), ids=lambda c: f"cfg{c.index}")
+def test_wgmma_tf32_constraints(cfg):
+    """The static_asserts of WgmmaTf32Traits (csrc/kernels/matmul_wgmma_tf32.cuh)."""
+    consumers = cfg.warps_m // 4
+    assert cfg.warps_n == 1 and cfg.warps_m % 4 == 0 and consumers in (1, 2)
+    assert cfg.bn == 64 * consumers, "a consumer owns 64 output columns"
+    assert cfg.bk == 32, "one 128-byte swizzle row of fp32"
+    assert cfg.bm in (64, 128, 192, 256), "wgmma N = BM"
+    assert cfg.cluster_m == 1 and cfg.split_k == 1 and cfg.epilogue_overlap == 0
+    assert 2 <= cfg.stages and 2 * cfg.stages * 8 <= 1024
+    assert cfg.threads == 32 * cfg.warps_m + 128
+    assert cfg.smem_bytes(4) == cfg.stages * cfg.bk * (cfg.bm + cfg.bn) * 4 + WGMMA_SMEM_EXTRA
+    assert cfg.smem_bytes(4) <= 227 * 1024  # the H100's opt-in limit per block
+
+
+def test_wgmma_tf32_configs_are_appended():
+    """The tf32 wgmma configs come after every older entry (indices 0-22 keep their meaning)."""
+    idx = [c.index for c in configs_for("wgmma_tf32")]
+    assert idx and min(idx) == 23 and idx == list(range(23, 23 + len(idx)))
+    assert MATMUL_CONFIGS[DEFAULT_CONFIG["wgmma_tf32"]].path == "wgmma_tf32"
+
+
+def test_wgmma_tf32_default_config_by_waves():
+    """config=-1 on the tf32 wgmma path (wgmma_tf32_choose_config in matmul.cu): the 256x128 tile on
+    large problems, 192x128 at 3000^3 (288 tiles of 256x128 = 2.2 waves on 132 SMs, 384 of 192x128 =
+    2.9), the one-consumer 128x64 tile where the big tiles leave most SMs idle."""
+    for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (8192, 1024, 8192)):
+        c = MATMUL_CONFIGS[default_config("wgmma_tf32", m, n, k=k)]
+        assert (c.bm, c.bn) == (256, 128), (m, n, k)
+    assert MATMUL_CONFIGS[default_config("wgmma_tf32", 3000, 3000, k=3000)].bm == 192
+    c = MATMUL_CONFIGS[default_config("wgmma_tf32", 128, 8192, k=8192)]
+    assert (c.bm, c.bn) == (128, 64)
+    with pytest.raises(ValueError):
+        default_config("wgmma_tf32", 4096, 4096, max_smem_per_block=163 * 1024)
+
+
 def test_other_paths_have_cluster_1():
     assert all(c.cluster_m == 1 and c.split_k == 1 and c.epilogue_overlap == 0
                for c in MATMUL_CONFIGS if c.path != "wgmma_16")
@@ -172,7 +208,11 @@ def test_path_for():
         path_for("float32", variant="naive")
     assert path_for("float16", variant="wgmma") == path_for("bfloat16", sm90=True) == "wgmma_16"
     assert path_for("float16", variant="tensor_core", sm90=True) == "tensor_core_16"
-    assert path_for("float32", allow_tf32=True, sm90=True) == "tensor_core_tf32"
+    # fp32 with TF32 on an H100: the tf32 wgmma kernel for auto and wgmma, mma.sync for tensor_core
+    assert path_for("float32", allow_tf32=True, sm90=True) == "wgmma_tf32"
+    assert path_for("float32", allow_tf32=True, variant="wgmma") == "wgmma_tf32"
+    assert path_for("float32", allow_tf32=True, variant="tensor_core", sm90=True) == "tensor_core_tf32"
+    assert path_for("float32", sm90=True) == "simt"
     with pytest.raises(ValueError):
         path_for("float32", variant="wgmma")
 

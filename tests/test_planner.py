@@ -39,7 +39,7 @@ def test_smem_bytes_hand_computed():
     assert smem_bytes(simt(128, 128, 8, 4, 2), 4, pad=4) == 16896
 
 
-PLANNER_DTYPE = {"simt": "fp32", TC: "bf16", "tensor_core_tf32": "tf32", "wgmma_16": "bf16"}
+PLANNER_DTYPE = {"simt": "fp32", TC: "bf16", "tensor_core_tf32": "tf32", "wgmma_16": "bf16", "wgmma_tf32": "tf32"}
 
 
 def test_smem_bytes_agree_with_the_kernel_table():

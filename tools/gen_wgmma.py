@@ -2,6 +2,10 @@
 "BEGIN GENERATED" and "END GENERATED" lines). Each wrapper lists every accumulator register as an
 inline-asm operand, which is too long to keep by hand: N = 256 has 128 of them.
 
+Wrappers: m64nNk16 with fp16 / bf16 inputs (both operands from shared memory, transpose bits), and
+m64nNk8 with tf32 inputs, A from shared memory (SS) or from four registers (RS); tf32 has no
+transpose bits (both shared-memory operands must be K-major).
+
     python3 tools/gen_wgmma.py          # rewrites the block in place
     python3 tools/gen_wgmma.py --check  # exits 1 if the block is out of date
 """
@@ -42,11 +46,50 @@ def wrapper(n: int, tag: str, ptx_type: str) -> str:
     )
 
 
+def _acc_outputs(regs: int) -> str:
+    outs = []
+    for i in range(0, regs, 8):
+        outs.append("        " + ", ".join(f'"+f"(d[{j}])' for j in range(i, i + 8)))
+    return ",\n".join(outs)
+
+
+def wrapper_tf32(n: int, a_in_regs: bool) -> str:
+    """m64nNk8 tf32 x tf32 -> f32: A from a descriptor (SS) or from registers a[0..3] (RS)."""
+    regs = n // 2
+    d_list = ", ".join(f"%{i}" for i in range(regs))
+    if a_in_regs:
+        a_ops = f"{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}"
+        b, scale = regs + 4, regs + 5
+        a_param = "const uint32_t (&a)[4]"
+        a_inputs = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3])'
+    else:
+        a_ops = f"%{regs}"
+        b, scale = regs + 1, regs + 2
+        a_param = "uint64_t desc_a"
+        a_inputs = '"l"(desc_a)'
+    return (
+        f"__device__ __forceinline__ void wgmma_m64n{n}k8(float (&d)[{regs}], {a_param}, uint64_t desc_b,\n"
+        f"                                                uint32_t scale_d, WgmmaTF32) {{\n"
+        f"  asm volatile(\n"
+        f"      \"{{\\n\\t.reg .pred p;\\n\\t\"\n"
+        f"      \"setp.ne.b32 p, %{scale}, 0;\\n\\t\"\n"
+        f"      \"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 \"\n"
+        f"      \"{{{d_list}}}, \"\n"
+        f"      \"{a_ops}, %{b}, p, 1, 1;\\n\\t}}\"\n"
+        f"      :\n" + _acc_outputs(regs) + "\n"
+        f"      : {a_inputs}, \"l\"(desc_b), \"r\"(scale_d));\n"
+        f"}}\n"
+    )
+
+
 def block() -> str:
     parts = []
     for n in NS:
         for tag, ptx in TYPES:
             parts.append(wrapper(n, f"Wgmma{tag}", ptx))
+    for n in NS:
+        for a_in_regs in (False, True):
+            parts.append(wrapper_tf32(n, a_in_regs))
     return BEGIN + "\n".join(parts) + END
 
 

@@ -150,8 +150,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
 def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None, *,
                 allow_tf32: Optional[bool] = None, variant: str = "auto", config: int = -1) -> str:
     """The kernel and tile config that matmul(a, b, out, ...) would run, as "<kernel> <config>":
-    kernel naive | simt | tensor_core | wgmma on the GPU (config a MATMUL_CONFIGS index), "cpu -1" on
-    the CPU, "none -1" when there is nothing to compute. Checks the arguments like matmul and runs
+    kernel naive | simt | tensor_core | wgmma | wgmma_tf32 on the GPU (config a MATMUL_CONFIGS index),
+    "cpu -1" on the CPU, "none -1" when there is nothing to compute. Checks the arguments like matmul and runs
     nothing (config=-1 is the kernel's own choice; the autotuner is not consulted). For tests and
     benchmarks: variant="wgmma" falls back to tensor_core on layouts TMA cannot describe."""
     shape = _check(a, b, out, allow_tf32, variant, config)

@@ -6,8 +6,8 @@ With the variable set, the first aiter_lite.matmul call with config=-1 for a key
 
 times the planner's first few launchable table configs (table_order of planner.rank_table_configs,
 AITER_LITE_AUTOTUNE_TOP_K of them, default 4), every config that fits of a kernel family the call may
-run but the planner does not model (the Hopper wgmma_16 configs: variant "wgmma", and "auto" for
-fp16/bf16 on sm_90), and the kernel's own choice (config -1, so that tuning never ends slower than not
+run but the planner does not model (the Hopper wgmma_16 / wgmma_tf32 configs: variant "wgmma", and
+"auto" for fp16/bf16 and tf32 on sm_90), and the kernel's own choice (config -1, so that tuning never ends slower than not
 tuning) on fresh random data shaped and laid out like the call, with CUDA events, keeps the fastest
 (-1 on a tie), and records it in a JSON file under the JIT cache root
 (<cache>/tuning/matmul_tuned_configs.json, one section per device name). Later calls with the same key
@@ -59,6 +59,7 @@ DEFAULT_REPS = 5
 _VARIANT_PATHS = ("auto", "tiled", "tensor_core", "wgmma")
 _PLANNER_PATHS = frozenset(PATH_OF_DTYPE.values())  # the config paths the planner models
 _WGMMA = "wgmma_16"  # the Hopper kernel family (csrc/kernels/matmul_wgmma.cuh); the planner does not model it
+_WGMMA_TF32 = "wgmma_tf32"  # its tf32 sibling (csrc/kernels/matmul_wgmma_tf32.cuh)
 _TC_VEC_BYTES = 16  # the tensor-core kernels' cp.async width (a layout that misses it runs SIMT)
 
 
@@ -114,9 +115,13 @@ def _tc_aligned(t, elem_bytes: int) -> bool:
 def _families(key: "TuneKey") -> tuple:
     """The config paths a call of this key can be given a config of (csrc/kernels/matmul.cu: under
     variant auto an explicit wgmma_16 config selects the Hopper kernel for fp16/bf16, a tensor_core_16
-    one mma.sync; the kernel's own choice there is wgmma where the layout allows)."""
-    if key.path == "tensor_core_16" and key.variant == "auto" and _WGMMA in PATHS and key.arch == "sm_90":
-        return (key.path, _WGMMA)
+    one mma.sync; the kernel's own choice there is wgmma where the layout allows; likewise wgmma_tf32 /
+    tensor_core_tf32 for fp32 with TF32 allowed)."""
+    if key.variant == "auto" and key.arch == "sm_90":
+        if key.path == "tensor_core_16" and _WGMMA in PATHS:
+            return (key.path, _WGMMA)
+        if key.path == "tensor_core_tf32" and _WGMMA_TF32 in PATHS:
+            return (key.path, _WGMMA_TF32)
     return (key.path,)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-__all__ = ["MatmulTileConfig", "MATMUL_CONFIGS", "DEFAULT_CONFIG", "PATHS", "SIMT_SMEM_PAD", "WGMMA_SMEM_EXTRA",
+__all__ = ["MatmulTileConfig", "MATMUL_CONFIGS", "DEFAULT_CONFIG", "PATHS", "WGMMA_PATHS", "SIMT_SMEM_PAD", "WGMMA_SMEM_EXTRA",
            "WGMMA_EPILOGUE_BYTES_PER_WARP", "configs_for", "default_config", "path_for"]
 
 # MatmulPath values of the header, in order:
@@ -19,7 +19,12 @@ __all__ = ["MatmulTileConfig", "MATMUL_CONFIGS", "DEFAULT_CONFIG", "PATHS", "SIM
 #                    (warps_n = 1) plus a producer warpgroup, cluster_m CTAs per cluster along M
 #                    (TMA multicast of B), or split_k CTAs per cluster along K (split-K, one tile per
 #                    cluster, the partials added through distributed shared memory)
-PATHS = ("simt", "tensor_core_16", "tensor_core_tf32", "wgmma_16")
+#   wgmma_tf32       Hopper (sm_90a) wgmma m64nNk8 tf32 + TMA, fp32 inputs with allow_tf32: computes
+#                    out^T = b^T a^T (tf32 wgmma reads shared memory K-major only); warps_m / 4 consumer
+#                    warpgroups of 64 output columns each (bn = 64 * consumers), wgmma N = bm, bk = 32,
+#                    plus a producer warpgroup; no clusters
+PATHS = ("simt", "tensor_core_16", "tensor_core_tf32", "wgmma_16", "wgmma_tf32")
+WGMMA_PATHS = ("wgmma_16", "wgmma_tf32")
 
 # Row padding (floats) of the SIMT kernel's shared tiles (kMatmulSimtSmemPad).
 SIMT_SMEM_PAD = 4
@@ -59,8 +64,8 @@ class MatmulTileConfig(NamedTuple):
 
     @property
     def threads(self) -> int:
-        """Threads of a block; the wgmma kernel adds its producer warpgroup to the warp grid."""
-        return 32 * self.warps + (128 if self.path == "wgmma_16" else 0)
+        """Threads of a block; the wgmma kernels add their producer warpgroup to the warp grid."""
+        return 32 * self.warps + (128 if self.path in WGMMA_PATHS else 0)
 
     @property
     def warp_tile(self) -> tuple[int, int]:
@@ -83,6 +88,8 @@ class MatmulTileConfig(NamedTuple):
         if self.path == "wgmma_16":
             extra = self.warps * WGMMA_EPILOGUE_BYTES_PER_WARP * max(1, self.epilogue_overlap) + WGMMA_SMEM_EXTRA
             extra += self.bm * self.bn * 4 if self.split_k > 1 else 0
+        elif self.path == "wgmma_tf32":  # outputs go straight from registers: no epilogue buffers
+            extra = WGMMA_SMEM_EXTRA
         return self.stages * self.bk * ((self.bm + pad) + (self.bn + pad)) * elem_bytes + extra
 
     def blocks(self, m: int, n: int, batch: int = 1) -> int:
@@ -96,7 +103,7 @@ class MatmulTileConfig(NamedTuple):
         return s if self.index is None else f"#{self.index} {s}"
 
 
-_S, _T16, _TF, _W = PATHS
+_S, _T16, _TF, _W, _WTF = PATHS
 MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
     MatmulTileConfig(0, _S, 128, 128, 8, 4, 2, 2),     # 256 thr, 8x8 per thread, 2 blocks/SM
     MatmulTileConfig(1, _S, 128, 256, 16, 4, 2, 2),    # 256 thr, 8x16 per thread
@@ -121,11 +128,16 @@ MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
     MatmulTileConfig(20, _W, 128, 128, 64, 8, 1, 4, 1, 2),   # 2 x 64x128, split-K 2, 210 KB: few tiles
     MatmulTileConfig(21, _W, 128, 256, 64, 8, 1, 4, 1, 1, 2),  # as 14, 2 of 4 pieces' stores deferred, 226 KB
     MatmulTileConfig(22, _W, 128, 192, 64, 8, 1, 5, 1, 1, 1),  # as 17, 1 of 3 pieces' stores deferred
+    MatmulTileConfig(23, _WTF, 256, 128, 32, 8, 1, 4),  # 2 consumers x 64 cols x 256 rows, 194 KB: large problems
+    MatmulTileConfig(24, _WTF, 128, 128, 32, 8, 1, 6),  # 2 consumers x 64 x 128, 194 KB: medium grids
+    MatmulTileConfig(25, _WTF, 192, 128, 32, 8, 1, 5),  # 2 consumers x 64 x 192, 202 KB: waves (3000^3)
+    MatmulTileConfig(26, _WTF, 128, 64, 32, 4, 1, 8),   # 1 consumer 64 x 128, 194 KB: small grids
 )
 
 # Default config per path (kMatmulDefaultConfig): the fastest at 4096^3 and 8192^3 on an H100
-# (wgmma_16: the config for large problems; config=-1 chooses by predicted waves, see default_config).
-DEFAULT_CONFIG = {_S: 1, _T16: 5, _TF: 10, _W: 14}
+# (wgmma_16, wgmma_tf32: the config for large problems; config=-1 chooses by predicted waves, see
+# default_config).
+DEFAULT_CONFIG = {_S: 1, _T16: 5, _TF: 10, _W: 14, _WTF: 23}
 
 
 def configs_for(path: str) -> tuple[MatmulTileConfig, ...]:
@@ -137,24 +149,46 @@ def configs_for(path: str) -> tuple[MatmulTileConfig, ...]:
 def path_for(dtype: str, allow_tf32: bool = False, variant: str = "auto", sm90: bool = False) -> str:
     """The config path a call runs on CUDA (dtype: 'float32' | 'float16' | 'bfloat16'). sm90: the
     device is compute capability 9.0 and the module has the wgmma kernels; "auto" then runs fp16/bf16
-    on wgmma_16, as long as the layout qualifies (matmul.cu falls back to tensor_core_16 otherwise)."""
+    on wgmma_16 and fp32 with allow_tf32 on wgmma_tf32, as long as the layout qualifies (matmul.cu falls
+    back to tensor_core_16 / tensor_core_tf32 otherwise). variant "tensor_core" stays on mma.sync."""
     if variant == "naive":
         raise ValueError("the naive variant takes no config")
     if variant == "tiled":
         return _S
     if variant == "wgmma":
         if dtype == "float32":
-            raise ValueError("variant 'wgmma' takes float16 or bfloat16")
+            if not allow_tf32:
+                raise ValueError("variant 'wgmma' takes float16, bfloat16, or float32 with allow_tf32=True")
+            return _WTF
         return _W
     if dtype == "float32":
         if variant == "tensor_core" and not allow_tf32:
             raise ValueError("variant 'tensor_core' with float32 needs allow_tf32=True")
-        return _TF if allow_tf32 else _S
+        if not allow_tf32:
+            return _S
+        return _WTF if (sm90 and variant == "auto") else _TF
     return _W if (sm90 and variant == "auto") else _T16
 
 
 def _elem_bytes(path: str) -> int:
     return 2 if path in (_T16, _W) else 4
+
+
+def _wgmma_tf32_rate(c: MatmulTileConfig) -> float:
+    """wgmma_tf32_config_rate in matmul.cu: relative per-SM throughput of a tf32 wgmma config (initial
+    estimates: 256x128 1.0, 192x128 0.97, 128x128 0.9, 128x64 0.55)."""
+    area = c.bm * c.bn
+    return 1.0 if area >= 256 * 128 else 0.97 if area >= 192 * 128 else 0.9 if area >= 128 * 128 else 0.55
+
+
+def _wgmma_tf32_default(fits, m: int, n: int, k: int, batch: int, sm_count: int) -> int:
+    """wgmma_tf32_choose_config in matmul.cu, operation for operation: ceil(tiles / SMs) waves x
+    BM * BN * k_tiles / rate; ties go to the lower index."""
+    def cost(c):
+        units = -(-m // c.bm) * -(-n // c.bn) * batch
+        per_unit = float(c.bm * c.bn * -(-k // c.bk)) / _wgmma_tf32_rate(c)
+        return float(-(-units // sm_count)) * per_unit
+    return min(fits, key=lambda c: (cost(c), c.index)).index
 
 
 def _wgmma_rate(c: MatmulTileConfig) -> float:
@@ -195,14 +229,16 @@ def default_config(path: str, m: int, n: int, batch: int = 1, sm_count: int = 13
     smallest tile when the default would give fewer than sm_count / 2 blocks; its largest tile that
     fits when the default needs more shared memory than the device allows per block (the opt-in
     limit: 227 KB on H100, 163 KB on A100, 99 KB on sm_86/sm_89). wgmma_16 chooses by predicted
-    waves instead (wgmma_choose_config), which also weighs K (its split-K configs); the other paths
-    ignore k."""
+    waves instead (wgmma_choose_config), which also weighs K (its split-K configs), and so does
+    wgmma_tf32 (wgmma_tf32_choose_config); the other paths ignore k."""
     eb = _elem_bytes(path)
     fits = [c for c in configs_for(path) if c.smem_bytes(eb) <= max_smem_per_block]
     if not fits:
         raise ValueError(f"no {path} config fits in {max_smem_per_block} bytes of shared memory")
     if path == _W:
         return _wgmma_default(fits, m, n, k, batch, sm_count)
+    if path == _WTF:
+        return _wgmma_tf32_default(fits, m, n, k, batch, sm_count)
     default = MATMUL_CONFIGS[DEFAULT_CONFIG[path]]
     if default not in fits:
         default = max(fits, key=lambda c: (c.bm * c.bn, -c.index))

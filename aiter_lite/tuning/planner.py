@@ -110,10 +110,15 @@ def estimate_registers(cfg: MatmulTileConfig, dtype: str, overhead: int = 32, fr
     SIMT: TM*TN accumulators + TM + TN operand registers + the global->shared staging registers
     ((BM+BN)*BK/threads elements) + overhead.
     wgmma: BM*BN / consumer threads accumulators + overhead (operands come from shared memory; the
-    producer warpgroup gives its registers to the consumers with setmaxnreg)."""
+    producer warpgroup gives its registers to the consumers with setmaxnreg); the tf32 kernel adds its
+    two buffers of b^T register fragments (2 x 16 per thread) and is reported as the block's mean per
+    thread after setmaxnreg (consumers that, the producer warpgroup 40), which is what occupancy sees."""
     wm, wn = cfg.warp_tile
     if cfg.path == "wgmma_16":
         regs = cfg.bm * cfg.bn // (32 * cfg.warps) + overhead
+    elif cfg.path == "wgmma_tf32":
+        consumer = cfg.bm * cfg.bn // (32 * cfg.warps) + 32 + overhead
+        regs = (32 * cfg.warps * consumer + 128 * 40) // cfg.threads
     elif cfg.path == "simt":
         tm, tn = cfg.thread_tile
         staging = _cdiv((cfg.bm + cfg.bn) * cfg.bk * ELEM_BYTES[dtype], cfg.threads * 4)
@@ -173,6 +178,10 @@ def _path_peak(dev: DeviceModel, path: str, dtype: str, mma_sync: bool) -> float
         if dtype not in ("fp16", "bf16"):
             raise ValueError(f"path wgmma_16 takes fp16/bf16, not {dtype}")
         return dev.peak(dtype, False)
+    if path == "wgmma_tf32":
+        if dtype not in ("tf32", "fp32"):
+            raise ValueError(f"path wgmma_tf32 takes fp32 storage (tf32), not {dtype}")
+        return dev.peak("tf32", False)
     raise ValueError(f"unknown path {path!r}")
 
 
@@ -274,6 +283,8 @@ def evaluate(cfg: MatmulTileConfig, m: int, n: int, k: int, dtype, device="h100"
     wm, wn = cfg.warp_tile
     if path == "wgmma_16":  # each consumer warpgroup's wgmma reads its A rows and all of B, plus the fill
         smem_traffic = (cfg.bm + cfg.warps // 4 * cfg.bn + (cfg.bm + cfg.bn)) * cfg.bk * es
+    elif path == "wgmma_tf32":  # each consumer's wgmma reads all of A, its loads its 64 columns of B, + fill
+        smem_traffic = (cfg.warps // 4 * cfg.bm + cfg.bn + (cfg.bm + cfg.bn)) * cfg.bk * es
     else:
         smem_traffic = (cfg.warps * (wm + wn) + (cfg.bm + cfg.bn)) * cfg.bk * es
     t_smem = smem_traffic * resident / dev.smem_bw_per_sm()

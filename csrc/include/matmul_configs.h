@@ -33,7 +33,14 @@ namespace aiter_lite {
 //               64-column pieces of a finished tile in d 2 KB shared slots and stores them only after
 //               issuing the next tile's first two k-tiles, so those stores drain while the tensor
 //               cores work (the other pieces are stored at once, as usual).
-enum class MatmulPath : int32_t { kSimt = 0, kTensorCore16 = 1, kTensorCoreTf32 = 2, kWgmma16 = 3 };
+//   kWgmmaTf32: Hopper (sm_90a) wgmma m64nNk8 tf32 kernel for fp32 inputs with allow_tf32
+//               (csrc/kernels/matmul_wgmma_tf32.cuh). tf32 wgmma reads shared memory K-major only, so
+//               the kernel computes out^T = b^T a^T: wgmma's N is the tile's BM (64..256 rows of out,
+//               the K-major A tile as TMA loads it) and each of the warps_m / 4 consumer warpgroups
+//               owns 64 columns of out (BN = 64 * warps_m / 4; warps_n must be 1), whose b^T rows
+//               come from registers (N-contiguous b) or shared memory (K-contiguous b). BK must be 32
+//               (one 128-byte swizzle row of fp32). Threads = 32 * warps_m + 128 (the producer).
+enum class MatmulPath : int32_t { kSimt = 0, kTensorCore16 = 1, kTensorCoreTf32 = 2, kWgmma16 = 3, kWgmmaTf32 = 4 };
 
 struct MatmulTileConfig {
   MatmulPath path;
@@ -71,6 +78,10 @@ inline constexpr MatmulTileConfig kMatmulConfigs[] = {
     /* 20 */ {MatmulPath::kWgmma16,        128, 128, 64, 8, 1, 4, 1, 2},  // 2 x 64x128, split-K 2, 210 KB: few tiles
     /* 21 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4, 1, 1, 2},  // as 14, 2 of 4 pieces' stores deferred, 226 KB
     /* 22 */ {MatmulPath::kWgmma16,        128, 192, 64, 8, 1, 5, 1, 1, 1},  // as 17, 1 of 3 pieces' stores deferred
+    /* 23 */ {MatmulPath::kWgmmaTf32,      256, 128, 32, 8, 1, 4},  // 2 consumers x 64 cols x 256 rows, 194 KB: large problems
+    /* 24 */ {MatmulPath::kWgmmaTf32,      128, 128, 32, 8, 1, 6},  // 2 consumers x 64 x 128, 194 KB: medium grids
+    /* 25 */ {MatmulPath::kWgmmaTf32,      192, 128, 32, 8, 1, 5},  // 2 consumers x 64 x 192, 202 KB: waves (3000^3)
+    /* 26 */ {MatmulPath::kWgmmaTf32,      128,  64, 32, 4, 1, 8},  // 1 consumer 64 x 128, 194 KB: small grids
 };
 // END MATMUL CONFIG TABLE
 
@@ -79,24 +90,30 @@ inline constexpr MatmulTileConfig kMatmulConfigs[] = {
 // would give fewer than (SMs / 2) blocks, or to the path's largest tile that fits when the device
 // has less shared memory per block than the default needs. kWgmma16 chooses differently (by the
 // predicted time of the waves of work units each of its configs gives: wgmma_choose_config in
-// csrc/kernels/matmul.cu); its entry here names the config for large problems.
+// csrc/kernels/matmul.cu), and so does kWgmmaTf32 (wgmma_tf32_choose_config); their entries here name
+// the config for large problems.
 // BEGIN MATMUL DEFAULT CONFIGS
 inline constexpr int32_t kMatmulDefaultConfig[] = {
     /* kSimt */ 1,
     /* kTensorCore16 */ 5,
     /* kTensorCoreTf32 */ 10,
     /* kWgmma16 */ 14,
+    /* kWgmmaTf32 */ 23,
 };
 // END MATMUL DEFAULT CONFIGS
 // clang-format on
 
 inline constexpr int32_t kMatmulNumConfigs =
     static_cast<int32_t>(sizeof(kMatmulConfigs) / sizeof(kMatmulConfigs[0]));
-inline constexpr int32_t kMatmulNumPaths = 4;
+inline constexpr int32_t kMatmulNumPaths = 5;
 
-// Threads of a block: the warp grid, plus the producer warpgroup of the wgmma kernel.
+constexpr bool matmul_path_is_wgmma(MatmulPath path) {
+  return path == MatmulPath::kWgmma16 || path == MatmulPath::kWgmmaTf32;
+}
+
+// Threads of a block: the warp grid, plus the producer warpgroup of the wgmma kernels.
 constexpr int32_t matmul_config_threads(const MatmulTileConfig& c) {
-  return 32 * c.warps_m * c.warps_n + (c.path == MatmulPath::kWgmma16 ? 128 : 0);
+  return 32 * c.warps_m * c.warps_n + (matmul_path_is_wgmma(c.path) ? 128 : 0);
 }
 
 // Row padding (in floats) of the SIMT kernel's shared-memory tiles; keeps 16-byte alignment and
@@ -111,7 +128,8 @@ inline constexpr int32_t kMatmulWgmmaEpilogueBytesPerWarp = 2048;
 inline constexpr int32_t kMatmulWgmmaSmemExtra = 2048;
 
 // Dynamic shared memory of a config, in bytes (elem_bytes: 2 for fp16/bf16, 4 for fp32).
-// The SIMT kernel stages fp32 whatever the input type.
+// The SIMT kernel stages fp32 whatever the input type. The tf32 wgmma kernel stores its outputs
+// straight from registers: its stages plus kMatmulWgmmaSmemExtra.
 constexpr int64_t matmul_config_smem_bytes(const MatmulTileConfig& c, int32_t elem_bytes) {
   return c.path == MatmulPath::kSimt
              ? int64_t{c.stages} * c.bk * ((c.bm + kMatmulSimtSmemPad) + (c.bn + kMatmulSimtSmemPad)) * 4
@@ -121,6 +139,8 @@ constexpr int64_t matmul_config_smem_bytes(const MatmulTileConfig& c, int32_t el
                        (c.epilogue_overlap > 1 ? c.epilogue_overlap : 1) +
                    kMatmulWgmmaSmemExtra +
                    (c.split_k > 1 ? int64_t{c.bm} * c.bn * 4 : 0)
+         : c.path == MatmulPath::kWgmmaTf32
+             ? int64_t{c.stages} * c.bk * (c.bm + c.bn) * elem_bytes + kMatmulWgmmaSmemExtra
              : int64_t{c.stages} * c.bk * (c.bm + c.bn) * elem_bytes;
 }
 

@@ -32,7 +32,7 @@ struct MatmulParams {
 void matmul(const MatmulParams& params, void* stream);
 
 // The kernel and tile config matmul() would run for `params` (its first batch slice), as
-// "<kernel> <config>": kernel naive | simt | tensor_core | wgmma (GPU), cpu (CPU backend), or none
+// "<kernel> <config>": kernel naive | simt | tensor_core | wgmma | wgmma_tf32 (GPU), cpu (CPU backend), or none
 // (nothing to write); config a table index, -1 where there is none. Checks the arguments like
 // matmul(); launches nothing and touches no data.
 std::string matmul_plan(const MatmulParams& params);

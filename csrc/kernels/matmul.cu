@@ -5,13 +5,15 @@
 //   kTiled       matmul_simt_kernel: register-blocked FFMA, any dtype (strict fp32 default).
 //   kTensorCore  matmul_tc_kernel: mma.sync m16n8k16 (fp16/bf16) or m16n8k8 tf32 (fp32 with
 //                allow_tf32; fp32 without allow_tf32 is refused with std::invalid_argument).
-//   kWgmma       matmul_wgmma_kernel (Hopper, fp16/bf16 only): TMA + mbarrier pipeline, producer and
-//                consumer warpgroups, wgmma (matmul_wgmma.cuh). Needs a compute capability 9.0
-//                device and a module built for sm_90a (else std::invalid_argument).
-//   kAuto        fp16/bf16: the wgmma kernel where it is available and the layout qualifies (below),
-//                else mma.sync; fp32 with allow_tf32: mma.sync tf32; strict fp32: the SIMT kernel.
+//   kWgmma       matmul_wgmma_kernel (Hopper, fp16/bf16): TMA + mbarrier pipeline, producer and
+//                consumer warpgroups, wgmma (matmul_wgmma.cuh); for fp32 with allow_tf32
+//                matmul_wgmma_tf32_kernel (the same pipeline computing out^T = b^T a^T with tf32
+//                wgmma, matmul_wgmma_tf32.cuh). Needs a compute capability 9.0 device and a module
+//                built for sm_90a (else std::invalid_argument); strict fp32 is refused.
+//   kAuto        fp16/bf16, and fp32 with allow_tf32: the wgmma kernel where it is available and the
+//                layout qualifies (below), else mma.sync; strict fp32: the SIMT kernel.
 //                An explicit config selects its own kernel family (a kWgmma16 or a kTensorCore16
-//                config for fp16/bf16).
+//                config for fp16/bf16, a kWgmmaTf32 or a kTensorCoreTf32 config for tf32).
 //
 // Which layouts take which path (strides in elements; a dim of size 1 accepts any stride; a batch
 // stride of 0 broadcasts and is always fine):
@@ -31,6 +33,8 @@
 //     b_col_stride % V == 0); batch strides % V == 0 (or 0); a and b 16-byte aligned. M-contiguous
 //     A (a.t()), odd leading dims (K % 8 != 0 for a contiguous A, N % 8 != 0 for a contiguous B)
 //     and offset views run the mma.sync kernel instead (with its default config).
+//     The tf32 wgmma kernel (fp32) takes the same layouts with V = 4 fp32 elements (16 bytes): a
+//     contiguous A needs K % 4 == 0, a contiguous B N % 4 == 0, w.t() K % 4 == 0.
 //   Output: any strides. Rows with out_col_stride == 1 (row stride and pointer aligned) get
 //     2- (tensor cores), 4- (SIMT) or 8-element (wgmma) stores, other layouts scalar stores.
 // M, N, K: any size >= 0 up to 2^31 - 1 (tails are zero-filled on load and clipped on store; K == 0
@@ -58,6 +62,8 @@
 //   matmul_tc_tf32.cu
 //   matmul_wgmma_fp16.cu  Hopper kernels (sm_90a only; present when AITER_LITE_HAS_MATMUL_WGMMA_FP16
 //   matmul_wgmma_bf16.cu  / _BF16 is defined), one dtype each: all kWgmma16 configs, both B layouts
+//   matmul_wgmma_tf32.cu  Hopper tf32 kernels (sm_90a only; AITER_LITE_HAS_MATMUL_WGMMA_TF32): all
+//                         kWgmmaTf32 configs, both B layouts
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -84,6 +90,7 @@ const char* path_name(MatmulPath path) {
     case MatmulPath::kTensorCore16: return "tensor_core fp16/bf16";
     case MatmulPath::kTensorCoreTf32: return "tensor_core tf32";
     case MatmulPath::kWgmma16: return "wgmma fp16/bf16";
+    case MatmulPath::kWgmmaTf32: return "wgmma tf32";
   }
   return "unknown";
 }
@@ -167,6 +174,17 @@ bool sm90_device() {
 
 bool wgmma_available(DType dtype) { return wgmma_built(dtype) && sm90_device(); }
 
+// The module holds the Hopper tf32 kernels (matmul_wgmma_tf32.cu, built for sm_90a only).
+bool wgmma_tf32_built() {
+#if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_TF32)
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool wgmma_tf32_available() { return wgmma_tf32_built() && sm90_device(); }
+
 // ---- layout analysis ----------------------------------------------------------------------------
 
 // Strides of size-1 dims (and the batch stride of a single batch) set to 0: they are never used to
@@ -237,7 +255,7 @@ int resolve_config(MatmulPath path, int32_t requested, const MatmulParams& p, bo
 
 // The kernel and config that run one batch slice (normalized params).
 struct SlicePlan {
-  enum class Kernel { kNaive, kSimt, kTensorCore, kWgmma } kernel;
+  enum class Kernel { kNaive, kSimt, kTensorCore, kWgmma, kWgmmaTf32 } kernel;
   int config;  // table index; -1 for the naive kernel
   bool a_k_major, b_k_major;
 };
@@ -248,6 +266,7 @@ const char* kernel_name(SlicePlan::Kernel k) {
     case SlicePlan::Kernel::kSimt: return "simt";
     case SlicePlan::Kernel::kTensorCore: return "tensor_core";
     case SlicePlan::Kernel::kWgmma: return "wgmma";
+    case SlicePlan::Kernel::kWgmmaTf32: return "wgmma_tf32";
   }
   return "unknown";
 }
@@ -350,12 +369,64 @@ SlicePlan plan_wgmma(const MatmulParams& p, bool probe) {
   return plan_tensor_core(p, -1);
 }
 
+// Relative per-SM throughput of a tf32 wgmma config (wgmma_tf32_choose_config). Initial estimates
+// (no H100 sweep yet; bench/gpu_wgmma_tf32.sh measures them): 256 x 128 1.0, 192 x 128 0.97,
+// 128 x 128 0.9, 128 x 64 (one consumer) 0.55.
+double wgmma_tf32_config_rate(const MatmulTileConfig& c) {
+  const int64_t area = int64_t{c.bm} * c.bn;
+  return area >= 256 * 128 ? 1.0 : area >= 192 * 128 ? 0.97 : area >= 128 * 128 ? 0.9 : 0.55;
+}
+
+// Config -1 on the tf32 wgmma path: as wgmma_choose_config (waves of persistent tiles x the tile's
+// work / rate; ties to the lower index), without clusters or split-K. aiter_lite/tuning/
+// matmul_configs.py (default_config("wgmma_tf32", ...)) mirrors it.
+int wgmma_tf32_choose_config(const MatmulParams& p) {
+  const int64_t sms = sm_count(), smem_limit = max_smem_per_block();
+  int best = -1;
+  double best_cost = 0.0;
+  for (int i = 0; i < kMatmulNumConfigs; ++i) {
+    const MatmulTileConfig& c = kMatmulConfigs[i];
+    if (c.path != MatmulPath::kWgmmaTf32 || config_smem(c, p.dtype) > smem_limit) continue;
+    const int64_t units = ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn) * p.batch;
+    const int64_t k_tiles = (p.k + c.bk - 1) / c.bk;
+    const double per_unit = static_cast<double>(int64_t{c.bm} * c.bn * k_tiles) / wgmma_tf32_config_rate(c);
+    const double cost = static_cast<double>((units + sms - 1) / sms) * per_unit;
+    if (best < 0 || cost < best_cost) {
+      best = i;
+      best_cost = cost;
+    }
+  }
+  if (best < 0) invalid("no wgmma tf32 config fits this device's shared memory");
+  return best;
+}
+
+// The tf32 wgmma kernel where the layout qualifies (16-byte TMA rules with 4-byte elements), else
+// the mma.sync tf32 kernel with its default config; probe as in plan_wgmma.
+SlicePlan plan_wgmma_tf32(const MatmulParams& p, bool probe) {
+#if defined(AITER_LITE_CUDA)
+  const WgmmaBLayout b_layout = matmul_detail::wgmma_b_layout(p, 4);
+  if (p.k >= 1 && matmul_detail::wgmma_a_ok(p, 4) && b_layout != WgmmaBLayout::kUnsupported) {
+    const int config =
+        p.config >= 0 ? resolve_config(MatmulPath::kWgmmaTf32, p.config, p) : wgmma_tf32_choose_config(p);
+    const SlicePlan plan{SlicePlan::Kernel::kWgmmaTf32, config, true, b_layout == WgmmaBLayout::kKMajor};
+    if (!probe) return plan;
+#if defined(AITER_LITE_HAS_MATMUL_WGMMA_TF32)
+    if (matmul_detail::wgmma_tf32_cuda(p, config, plan.b_k_major, nullptr, false)) return plan;
+#endif
+  }
+#else
+  (void)probe;
+#endif
+  return plan_tensor_core(p, -1);
+}
+
 // The plan of one slice; `path` from checked_path (the kernel family the call asked for).
 SlicePlan plan_slice(const MatmulParams& s, MatmulPath path, bool probe) {
   if (s.variant == MatmulVariant::kNaive) return {SlicePlan::Kernel::kNaive, -1, false, false};
   switch (path) {
     case MatmulPath::kSimt: return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, s.config, s), false, false};
     case MatmulPath::kWgmma16: return plan_wgmma(s, probe);
+    case MatmulPath::kWgmmaTf32: return plan_wgmma_tf32(s, probe);
     case MatmulPath::kTensorCore16:
     case MatmulPath::kTensorCoreTf32: return plan_tensor_core(s, s.config);
   }
@@ -393,6 +464,15 @@ void run_slice(const MatmulParams& s, const SlicePlan& plan, gpuStream_t stream)
       if (!launched) run_slice(s, plan_tensor_core(s, -1), stream);  // a tensor map the driver rejected
       return;
     }
+    case SlicePlan::Kernel::kWgmmaTf32: {
+      bool launched = false;
+#if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_TF32)
+      if (s.dtype == DType::kFloat32)
+        launched = matmul_detail::wgmma_tf32_cuda(s, plan.config, plan.b_k_major, stream, true);
+#endif
+      if (!launched) run_slice(s, plan_tensor_core(s, -1), stream);  // a tensor map the driver rejected
+      return;
+    }
   }
   invalid(std::string("no ") + kernel_name(plan.kernel) + " kernel for this dtype in this build");
 }
@@ -406,13 +486,15 @@ MatmulPath checked_path(const MatmulParams& q) {
     invalid("unsupported dtype");
   if (q.variant == MatmulVariant::kTensorCore && q.dtype == DType::kFloat32 && !q.allow_tf32)
     invalid("variant tensor_core with float32 needs allow_tf32=True (the tf32 kernel)");
-  if (q.variant == MatmulVariant::kWgmma && q.dtype == DType::kFloat32)
-    invalid("variant wgmma takes float16 or bfloat16 (float32 runs tiled, or tensor_core with allow_tf32)");
+  if (q.variant == MatmulVariant::kWgmma && q.dtype == DType::kFloat32 && !q.allow_tf32)
+    invalid("variant wgmma takes float16, bfloat16, or float32 with allow_tf32=True (the tf32 kernel)");
 
   const bool tensor_cores = q.dtype != DType::kFloat32 || q.allow_tf32;
   const MatmulPath tc_path = q.dtype == DType::kFloat32 ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16;
+  const MatmulPath wgmma_path = q.dtype == DType::kFloat32 ? MatmulPath::kWgmmaTf32 : MatmulPath::kWgmma16;
   const bool explicit_wgmma_config = q.config >= 0 && q.config < kMatmulNumConfigs &&
-                                     kMatmulConfigs[q.config].path == MatmulPath::kWgmma16;
+                                     kMatmulConfigs[q.config].path == wgmma_path;
+  auto wgmma_here = [&] { return q.dtype == DType::kFloat32 ? wgmma_tf32_available() : wgmma_available(q.dtype); };
   MatmulPath path = MatmulPath::kSimt;
   switch (q.variant) {
     case MatmulVariant::kNaive:
@@ -420,12 +502,12 @@ MatmulPath checked_path(const MatmulParams& q) {
       break;
     case MatmulVariant::kTiled: path = MatmulPath::kSimt; break;
     case MatmulVariant::kTensorCore: path = tc_path; break;
-    case MatmulVariant::kWgmma: path = MatmulPath::kWgmma16; break;
+    case MatmulVariant::kWgmma: path = wgmma_path; break;
     case MatmulVariant::kAuto:
       if (!tensor_cores) {
         path = MatmulPath::kSimt;
-      } else if (q.dtype != DType::kFloat32 && (q.config == -1 ? wgmma_available(q.dtype) : explicit_wgmma_config)) {
-        path = MatmulPath::kWgmma16;
+      } else if (q.config == -1 ? wgmma_here() : explicit_wgmma_config) {
+        path = wgmma_path;
       } else {
         path = tc_path;
       }
@@ -436,6 +518,9 @@ MatmulPath checked_path(const MatmulParams& q) {
   if (path == MatmulPath::kWgmma16 && !wgmma_available(q.dtype))
     invalid(std::string("the wgmma kernel needs a compute capability 9.0 GPU and a module built for sm_90a") +
             (wgmma_built(q.dtype) ? "" : " (this module has no sm_90a wgmma kernels for this dtype)"));
+  if (path == MatmulPath::kWgmmaTf32 && !wgmma_tf32_available())
+    invalid(std::string("the wgmma kernel needs a compute capability 9.0 GPU and a module built for sm_90a") +
+            (wgmma_tf32_built() ? "" : " (this module has no sm_90a wgmma kernels for this dtype)"));
   return path;
 }
 

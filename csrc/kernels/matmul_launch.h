@@ -86,26 +86,29 @@ extern template void tc_cuda<float>(const MatmulParams&, int, bool, bool, gpuStr
 #endif
 
 // ---- Hopper path (wgmma + TMA): which layouts it takes ---------------------------------------------
-// The kernel reads both operands through TMA tensor maps, which need a 16-byte aligned base and
-// strides that are multiples of 16 bytes (8 fp16/bf16 elements) along every dim but the contiguous
-// one. A must be K-contiguous; B N-contiguous (b) or K-contiguous (w.t()). A dim of size 1 takes
-// any stride, and a batch stride of 0 broadcasts. Strides in elements, normalized (matmul.cu).
+// The kernels read both operands through TMA tensor maps, which need a 16-byte aligned base and
+// strides that are multiples of 16 bytes (vec = 8 fp16/bf16 elements, 4 fp32 elements for the tf32
+// kernel) along every dim but the contiguous one. A must be K-contiguous; B N-contiguous (b) or
+// K-contiguous (w.t()). A dim of size 1 takes any stride, and a batch stride of 0 broadcasts.
+// Strides in elements, normalized (matmul.cu).
 enum class WgmmaBLayout { kNMajor, kKMajor, kUnsupported };
 
-inline bool wgmma_stride_ok(int64_t size, int64_t stride) { return size == 1 || (stride > 0 && stride % 8 == 0); }
-inline bool wgmma_batch_stride_ok(int64_t batch, int64_t stride) {
-  return batch == 1 || stride == 0 || (stride > 0 && stride % 8 == 0);
+inline bool wgmma_stride_ok(int64_t size, int64_t stride, int64_t vec = 8) {
+  return size == 1 || (stride > 0 && stride % vec == 0);
+}
+inline bool wgmma_batch_stride_ok(int64_t batch, int64_t stride, int64_t vec = 8) {
+  return batch == 1 || stride == 0 || (stride > 0 && stride % vec == 0);
 }
 
-inline bool wgmma_a_ok(const MatmulParams& p) {
-  return aligned(p.a, 16) && (p.a_col_stride == 1 || p.k == 1) && wgmma_stride_ok(p.m, p.a_row_stride) &&
-         wgmma_batch_stride_ok(p.batch, p.a_batch_stride);
+inline bool wgmma_a_ok(const MatmulParams& p, int64_t vec = 8) {
+  return aligned(p.a, 16) && (p.a_col_stride == 1 || p.k == 1) && wgmma_stride_ok(p.m, p.a_row_stride, vec) &&
+         wgmma_batch_stride_ok(p.batch, p.a_batch_stride, vec);
 }
 
-inline WgmmaBLayout wgmma_b_layout(const MatmulParams& p) {
-  if (!aligned(p.b, 16) || !wgmma_batch_stride_ok(p.batch, p.b_batch_stride)) return WgmmaBLayout::kUnsupported;
-  const bool n_major = (p.b_col_stride == 1 || p.n == 1) && wgmma_stride_ok(p.k, p.b_row_stride);
-  const bool k_major = (p.b_row_stride == 1 || p.k == 1) && wgmma_stride_ok(p.n, p.b_col_stride);
+inline WgmmaBLayout wgmma_b_layout(const MatmulParams& p, int64_t vec = 8) {
+  if (!aligned(p.b, 16) || !wgmma_batch_stride_ok(p.batch, p.b_batch_stride, vec)) return WgmmaBLayout::kUnsupported;
+  const bool n_major = (p.b_col_stride == 1 || p.n == 1) && wgmma_stride_ok(p.k, p.b_row_stride, vec);
+  const bool k_major = (p.b_row_stride == 1 || p.k == 1) && wgmma_stride_ok(p.n, p.b_col_stride, vec);
   // Both, with a size-1 dim: make the longer dim the contiguous (TMA-box inner) one.
   if (n_major && k_major) return p.n == 1 ? WgmmaBLayout::kKMajor : WgmmaBLayout::kNMajor;
   return n_major ? WgmmaBLayout::kNMajor : k_major ? WgmmaBLayout::kKMajor : WgmmaBLayout::kUnsupported;
@@ -127,6 +130,14 @@ extern template bool wgmma_cuda<half_t>(const MatmulParams&, int, bool, gpuStrea
 #endif
 #if defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16)
 extern template bool wgmma_cuda<bfloat16_t>(const MatmulParams&, int, bool, gpuStream_t, bool);  // matmul_wgmma_bf16.cu
+#endif
+
+// Hopper tf32 kernel (fp32 inputs, allow_tf32) with the table's config `config` (a kWgmmaTf32
+// config). Defined in matmul_wgmma_tf32.cuh, compiled in matmul_wgmma_tf32.cu for sm_90a only (the
+// JIT then defines AITER_LITE_HAS_MATMUL_WGMMA_TF32). The layout must pass wgmma_a_ok and
+// wgmma_b_layout with vec = 4 (b_k_major: kKMajor). Same contract as wgmma_cuda otherwise.
+#if defined(AITER_LITE_HAS_MATMUL_WGMMA_TF32)
+bool wgmma_tf32_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch);
 #endif
 #endif
 

@@ -635,13 +635,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 // ---- host: tensor maps and launch -------------------------------------------------------------------
 
 // The tensor map of one operand seen as [batch][outer][inner], inner contiguous; strides in
-// elements. A dim of size 1 gets a substitute stride (any multiple of 16 bytes is as good as
-// another there); every other stride must be a positive multiple of 16 bytes (wgmma_a_ok and
+// elements of kElem bytes. A dim of size 1 gets a substitute stride (any multiple of 16 bytes is as
+// good as another there); every other stride must be a positive multiple of 16 bytes (wgmma_a_ok and
 // wgmma_b_layout in matmul_launch.h check that first). False if the driver rejects the map.
 inline bool wgmma_operand_map(CUtensorMap* map, CUtensorMapDataType dtype, const void* ptr, int64_t inner,
                               int64_t outer, int64_t batch, int64_t outer_stride, int64_t batch_stride,
-                              uint32_t box_inner, uint32_t box_outer) {
-  constexpr int64_t kElem = 2, kMaxStride = int64_t{1} << 40;
+                              uint32_t box_inner, uint32_t box_outer, int64_t kElem = 2) {
+  constexpr int64_t kMaxStride = int64_t{1} << 40;
   const int64_t stride1 = outer == 1 ? (inner * kElem + 15) / 16 * 16 : outer_stride * kElem;
   int64_t stride2 = batch == 1 ? stride1 * outer : batch_stride * kElem;
   if (batch == 1 && stride2 >= kMaxStride) stride2 = stride1;
