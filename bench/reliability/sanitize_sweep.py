@@ -12,7 +12,8 @@ in one process, each result checked against float64.
   --op matmul   op_tests/test_matmul.py --check_only sweeps (each variant in each dtype it takes, every
                 operand orientation, batched), then every tile config of the table in every mode and
                 orientation it accepts.
-  --op wgmma    the Hopper wgmma + TMA kernels alone (sm_90a): every wgmma config in fp16 and bf16, both
+  --op wgmma    the Hopper wgmma + TMA kernels alone (sm_90a): every wgmma config in fp16 and bf16 (and
+                every tf32 wgmma config in fp32 with allow_tf32), both
                 B layouts, shapes with tails on every side, K ranges that wrap the stage ring, and grids
                 with more tiles than CTAs (persistent loops, deferred epilogue stores, split-K clusters).
   --canary      a memcheck self-test: one causal_conv1d launch whose output pointer is swapped for a
@@ -248,23 +249,25 @@ def wgmma_sweep(tally: Tally, dev, quick: bool) -> None:
     # 2304 x 2048 (144 tiles of 128 x 256, more than an H100's 132 CTAs: a CTA runs a second tile,
     # which is where deferred stores and the ring's phase flips are exercised).
     shapes = [(130, 200, 96), (1, 7, 16), (129, 127, 520)] + ([] if quick else [(2304, 2048, 136), (64, 8192, 1000)])
-    cfgs = [c for c in _configs() if getattr(c, "path", "") == "wgmma_16"]
-    for cfg, dt, tb in itertools.product(cfgs, (f16, bf16), (False, True)):
+    modes = {"wgmma_16": ("fp16", "bf16"), "wgmma_tf32": ("tf32",)}
+    runs = [(c, mode) for c in _configs() for mode in modes.get(getattr(c, "path", ""), ())]
+    dtypes = {"fp16": f16, "bf16": bf16, "tf32": f32}
+    for (cfg, mode), tb in itertools.product(runs, (False, True)):
+        dt, tf32 = dtypes[mode], mode == "tf32"
         for m, n, k in shapes:
             # TMA wants 16-byte row strides: odd sizes are slices of tensors padded to 8 columns.
             a = torch.randn(m, _round8(k), generator=gen, device=dev).to(dt)[:, :k]
             b = (torch.randn(n, _round8(k), generator=gen, device=dev).to(dt)[:, :k].t() if tb else
                  torch.randn(k, _round8(n), generator=gen, device=dev).to(dt)[:, :n])
             out = torch.full((m, n), float("nan"), dtype=dt, device=dev)
-            name = f"wgmma config {cfg.index} {dt} {m}x{n}x{k} {'nt' if tb else 'nn'}"
+            name = f"wgmma config {cfg.index} {mode} {m}x{n}x{k} {'nt' if tb else 'nn'}"
 
-            def one(a=a, b=b, out=out, index=cfg.index, dt=dt):
-                kernel = matmul_plan(a, b, out, variant="wgmma", config=index)
+            def one(a=a, b=b, out=out, index=cfg.index, mode=mode, tf32=tf32):
+                kernel = matmul_plan(a, b, out, allow_tf32=tf32, variant="wgmma", config=index)
                 if not kernel.startswith("wgmma"):
                     return f"ran {kernel}, not the wgmma kernel"
-                aiter_lite.matmul(a, b, out, variant="wgmma", config=index)
+                aiter_lite.matmul(a, b, out, allow_tf32=tf32, variant="wgmma", config=index)
                 err = matmul_error(out, a, b)
-                mode = "fp16" if dt == f16 else "bf16"
                 return None if err <= MATMUL_TOL[mode] else f"relative error {err:.3e}"
             tally.run(name, one)
 
