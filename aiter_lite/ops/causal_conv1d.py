@@ -140,11 +140,30 @@ def _launch_fwd(out, x, weight, bias, use_silu: bool, variant: int, fresh_out: b
         *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant, stream)
 
 
+def _dense_apart(t: torch.Tensor, others) -> bool:
+    """True when t and every other tensor (or None) are contiguous and their byte ranges are disjoint:
+    then they cannot overlap, with integer tests only. False means: run the full check."""
+    if not t.is_contiguous():
+        return False
+    p, n = t.data_ptr(), t.numel() * t.element_size()
+    for o in others:
+        if o is None:
+            continue
+        if not o.is_contiguous():
+            return False
+        q = o.data_ptr()
+        if p < q + o.numel() * o.element_size() and q < p + n:
+            return False
+    return True
+
+
 def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices) -> None:
+    """out: allocated by the caller for this call (both callers use empty_like), so it aliases nothing;
+    conv_state, written in place, must not overlap the inputs."""
     if out.numel() == 0:
         return
-    check_no_alias("out", out, (("x", x), ("conv_state", conv_state), ("weight", weight), ("bias", bias)))
-    check_no_alias("conv_state", conv_state, (("x", x), ("weight", weight), ("bias", bias)))
+    if not _dense_apart(conv_state, (x, weight, bias)):
+        check_no_alias("conv_state", conv_state, (("x", x), ("weight", weight), ("bias", bias)))
     if conv_state_indices is not None and x.is_cpu:
         bad = (conv_state_indices >= conv_state.shape[0]).nonzero()
         if bad.numel():
@@ -212,6 +231,45 @@ def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torc
     device sync) it is treated like a padded slot.
     """
     use_silu = _silu_flag(activation)
+    if _well_formed_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices):
+        squeeze = len(x.shape) == 2
+        x3 = x.unsqueeze(-1) if squeeze else x
+    else:
+        squeeze, x3, bias, cache_seqlens, conv_state_indices = _check_update(
+            x, conv_state, weight, bias, cache_seqlens, conv_state_indices)
+    if use_direct_call():
+        out = torch.empty_like(x3)
+        _launch_update(out, x3, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)
+    else:
+        out = torch.ops.aiter_lite.causal_conv1d_update(x3, conv_state, weight, bias, use_silu,
+                                                        cache_seqlens, conv_state_indices)
+    return out.squeeze(-1) if squeeze else out
+
+
+def _well_formed_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices) -> bool:
+    """The common decode call (plain tensors on one GPU, no index tensors, every shape and dtype as
+    the full checks want) in one cheap test; anything else goes through _check_update."""
+    try:
+        if cache_seqlens is not None or conv_state_indices is not None or not x.is_cuda:
+            return False
+        shape, sshape, wshape = x.shape, conv_state.shape, weight.shape
+        dtype = x.dtype
+        if (len(shape) not in (2, 3) or len(sshape) != 3 or len(wshape) != 2 or dtype not in DTYPE_CODES
+                or conv_state.dtype != dtype or weight.dtype not in DTYPE_CODES or wshape[0] != shape[1]
+                or wshape[1] < 1 or sshape[0] != shape[0] or sshape[1] != shape[1] or sshape[2] < wshape[1] - 1):
+            return False
+        if bias is not None and (bias.dim() != 1 or bias.shape[0] != shape[1] or bias.dtype != weight.dtype):
+            return False
+        dev = x.get_device()
+        return (conv_state.get_device() == dev and weight.get_device() == dev
+                and (bias is None or bias.get_device() == dev))
+    except (AttributeError, TypeError):  # not tensors: the full checks say which argument
+        return False
+
+
+def _check_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices):
+    """The full argument checks of causal_conv1d_update (each error names its argument).
+    Returns (squeeze, x as [B, D, L], bias, cache_seqlens, conv_state_indices)."""
     check_tensor("x", x, ndim=(2, 3))
     squeeze = x.dim() == 2
     x3 = x.unsqueeze(-1) if squeeze else x
@@ -231,13 +289,7 @@ def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torc
     cache_seqlens = check_index_tensor("cache_seqlens", cache_seqlens, batch, x.device)
     conv_state_indices = check_index_tensor("conv_state_indices", conv_state_indices, batch, x.device)
     backend_of(x)
-    if use_direct_call():
-        out = torch.empty_like(x3)
-        _launch_update(out, x3, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)
-    else:
-        out = torch.ops.aiter_lite.causal_conv1d_update(x3, conv_state, weight, bias, use_silu,
-                                                        cache_seqlens, conv_state_indices)
-    return out.squeeze(-1) if squeeze else out
+    return squeeze, x3, bias, cache_seqlens, conv_state_indices
 
 
 # ---------------------------------------------------------------------------------------------
