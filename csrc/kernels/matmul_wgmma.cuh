@@ -171,6 +171,29 @@ struct WgmmaTile {
   int32_t m0, n0, z;
 };
 
+// The launch arguments both wgmma launchers (16-bit and tf32) fill the same way: units_m work-unit
+// rows (tiles_m, or tile pairs under an M cluster) x tiles_n per batch entry; out_vec is the caller's.
+template <typename T, typename Params>
+WgmmaArgs<T> make_wgmma_args(const Params& p, int32_t bk, int64_t tiles_n, int64_t units_m, int64_t units,
+                             bool a_batched, bool b_batched) {
+  WgmmaArgs<T> args{};
+  args.out = static_cast<T*>(p.out);
+  args.out_batch_stride = p.out_batch_stride;
+  args.out_row_stride = p.out_row_stride;
+  args.out_col_stride = p.out_col_stride;
+  args.m = static_cast<int32_t>(p.m);
+  args.n = static_cast<int32_t>(p.n);
+  args.k = static_cast<int32_t>(p.k);
+  args.k_tiles = static_cast<int32_t>((p.k + bk - 1) / bk);
+  args.tiles_n = static_cast<int32_t>(tiles_n);
+  args.units_m = static_cast<int32_t>(units_m);
+  args.units_per_batch = static_cast<int32_t>(units_m * tiles_n);
+  args.total_units = static_cast<int32_t>(units);
+  args.a_batched = a_batched ? 1 : 0;
+  args.b_batched = b_batched ? 1 : 0;
+  return args;
+}
+
 // Work unit -> tile of CTA `rank` of the cluster (grouped order, see the top of this file). rank
 // picks the tile of an M cluster; the CTAs of a split-K cluster share the unit's one tile.
 template <class Traits>
@@ -727,21 +750,7 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   if (units * Traits::kSplitK > kMaxDim) return false;
   if (!launch) return true;
 
-  WgmmaArgs<T> args{};
-  args.out = static_cast<T*>(p.out);
-  args.out_batch_stride = p.out_batch_stride;
-  args.out_row_stride = p.out_row_stride;
-  args.out_col_stride = p.out_col_stride;
-  args.m = static_cast<int32_t>(p.m);
-  args.n = static_cast<int32_t>(p.n);
-  args.k = static_cast<int32_t>(p.k);
-  args.k_tiles = static_cast<int32_t>((p.k + Traits::kBK - 1) / Traits::kBK);
-  args.tiles_n = static_cast<int32_t>(tiles_n);
-  args.units_m = static_cast<int32_t>(units_m);
-  args.units_per_batch = static_cast<int32_t>(units_m * tiles_n);
-  args.total_units = static_cast<int32_t>(units);
-  args.a_batched = a_batched ? 1 : 0;
-  args.b_batched = b_batched ? 1 : 0;
+  WgmmaArgs<T> args = make_wgmma_args<T>(p, Traits::kBK, tiles_n, units_m, units, a_batched, b_batched);
   args.out_vec = out_vec_ok(p, 8, sizeof(T));
 
   auto kernel = matmul_wgmma_kernel<Traits>;

@@ -369,21 +369,7 @@ bool wgmma_tf32_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   if (units > kMaxDim) return false;
   if (!launch) return true;
 
-  WgmmaArgs<float> args{};
-  args.out = static_cast<float*>(p.out);
-  args.out_batch_stride = p.out_batch_stride;
-  args.out_row_stride = p.out_row_stride;
-  args.out_col_stride = p.out_col_stride;
-  args.m = static_cast<int32_t>(p.m);
-  args.n = static_cast<int32_t>(p.n);
-  args.k = static_cast<int32_t>(p.k);
-  args.k_tiles = static_cast<int32_t>((p.k + Traits::kBK - 1) / Traits::kBK);
-  args.tiles_n = static_cast<int32_t>(tiles_n);
-  args.units_m = static_cast<int32_t>(tiles_m);
-  args.units_per_batch = static_cast<int32_t>(tiles_m * tiles_n);
-  args.total_units = static_cast<int32_t>(units);
-  args.a_batched = a_batched ? 1 : 0;
-  args.b_batched = b_batched ? 1 : 0;
+  WgmmaArgs<float> args = make_wgmma_args<float>(p, Traits::kBK, tiles_n, tiles_m, units, a_batched, b_batched);
   args.out_vec = out_vec_ok(p, 2, 4);  // 8-byte (two-column) stores
 
   auto kernel = matmul_wgmma_tf32_kernel<Traits>;
