@@ -29,6 +29,23 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return diff / denom if denom > 0 else diff
 
 
+def matmul_rel_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
+    """Scale-aware relative Frobenius error of out against a @ b in float64: the difference over
+    max(||a @ b||, || |a| @ |b| || / sqrt(K)), so that a product whose terms cancel (a small reference
+    from large terms) is judged by the size of its terms; inf if out has NaN/inf or the wrong shape."""
+    ref = torch.matmul(a.detach().double().cpu(), b.detach().double().cpu())
+    out64 = out.detach().double().cpu()
+    if tuple(out64.shape) != tuple(ref.shape) or not bool(torch.isfinite(out64).all()):
+        return float("inf")
+    if ref.numel() == 0:
+        return 0.0
+    k = max(a.shape[-1], 1)
+    scale = torch.matmul(a.detach().double().cpu().abs(), b.detach().double().cpu().abs()).norm().item() / k ** 0.5
+    denom = max(ref.norm().item(), scale)
+    diff = (out64 - ref).norm().item()
+    return diff / denom if denom > 0 else diff
+
+
 def poisoned_like(t: torch.Tensor) -> torch.Tensor:
     """A tensor shaped and strided like t, full of NaN: any element a kernel fails to write shows."""
     return torch.full_like(t, float("nan"))

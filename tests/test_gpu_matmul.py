@@ -185,6 +185,9 @@ def _modes_for(cfg) -> list[tuple[str, str]]:
     if cfg.path == "wgmma_16":  # Hopper only; tests/test_gpu_matmul_wgmma.py covers it in depth
         sm90 = torch.cuda.get_device_capability() == (9, 0)
         return [("fp16", "wgmma"), ("bf16", "wgmma")] if sm90 else []
+    if cfg.path == "wgmma_tf32":  # Hopper only, as above
+        sm90 = torch.cuda.get_device_capability() == (9, 0)
+        return [("tf32", "wgmma")] if sm90 else []
     return [("tf32", "tensor_core")]
 
 

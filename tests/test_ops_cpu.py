@@ -7,7 +7,7 @@ import torch
 
 import aiter_lite
 from aiter_lite.ops import causal_conv1d_ref, causal_conv1d_update_ref, matmul_ref
-from aiter_lite.testing import TOLERANCE, poisoned_like, random_normal, rel_error
+from aiter_lite.testing import TOLERANCE, matmul_rel_error, poisoned_like, random_normal, rel_error
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 CPU = torch.device("cpu")
@@ -104,7 +104,8 @@ def test_matmul(dtype, ta, tb):
         a = random_normal((k, m), dtype, CPU).t() if ta else random_normal((m, k), dtype, CPU)
         b = random_normal((n, k), dtype, CPU).t() if tb else random_normal((k, n), dtype, CPU)
         out = aiter_lite.matmul(a, b, poisoned_like(torch.empty(m, n, dtype=dtype)))
-        assert rel_error(out, matmul_ref(a, b)) <= TOLERANCE[dtype], (m, n, k)
+        # scale-aware: a 1x1 output of 129 cancelling terms is judged by the size of its terms
+        assert matmul_rel_error(out, a, b) <= TOLERANCE[dtype], (m, n, k)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

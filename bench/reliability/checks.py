@@ -8,7 +8,6 @@ ever holds copies of inputs). matmul: ||out - ref||_F / max(||ref||_F, || |a| @ 
 """
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 from typing import Optional
@@ -19,7 +18,8 @@ if str(REPO) not in sys.path:
 
 import torch  # noqa: E402
 
-from aiter_lite.ops import causal_conv1d_ref, causal_conv1d_update_ref, matmul_ref  # noqa: E402
+from aiter_lite.ops import causal_conv1d_ref, causal_conv1d_update_ref  # noqa: E402
+from aiter_lite.testing import matmul_rel_error  # noqa: E402
 
 CONV_TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 MATMUL_TOL = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2, "tf32": 1e-3}
@@ -55,17 +55,7 @@ def exact_error(got: torch.Tensor, want: torch.Tensor) -> Optional[str]:
 
 def matmul_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
     """Scale-aware relative Frobenius error against float64 (inf on non-finite output)."""
-    ref = matmul_ref(a, b)
-    out64 = out.detach().double()
-    if tuple(out64.shape) != tuple(ref.shape) or not bool(torch.isfinite(out64).all()):
-        return float("inf")
-    if ref.numel() == 0:
-        return 0.0
-    k = max(a.shape[-1], 1)
-    scale = torch.matmul(a.double().abs(), b.double().abs()).norm().item() / math.sqrt(k)
-    denom = max(ref.norm().item(), scale)
-    diff = (out64 - ref).norm().item()
-    return diff / denom if denom > 0 else diff
+    return matmul_rel_error(out, a, b)
 
 
 def check_conv(out, x, weight, bias, silu: bool) -> Optional[str]:
