@@ -34,6 +34,7 @@ import datetime
 import json
 import math
 import re
+import statistics
 import sys
 import warnings
 from pathlib import Path
@@ -102,8 +103,13 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default=None,
                    help="comma-separated MxNxK list (e.g. 3000x3000x3000,3008x3008x3008): replaces the shapes "
                         "of the timing table and of the per-config sweep")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time cuBLAS and each variant in this many interleaved rounds and report the medians "
+                        "(slow drifts of clocks and power then hit both sides alike)")
     p.add_argument("--sweep-rep-ms", type=float, default=None, help="per-config sweep: do_bench rep (ms)")
     args = p.parse_args(argv)
+    if args.rounds < 1:
+        p.error(f"--rounds must be >= 1, got {args.rounds}")
     custom_shapes = None
     if args.shapes:
         try:
@@ -165,16 +171,31 @@ def main(argv=None) -> int:
             a, b, c = inputs(m, n, k, dtype)
             torch.matmul(a, b, out=c)  # cuBLAS's first call (handle, heuristics) stays out of the timing
             torch.cuda.synchronize()
-            ms = bench_ms(lambda: torch.matmul(a, b, out=c), args.quick)
-            record(m, n, k, mode, "cublas", -1, ms)
+            # (impl, variant, kernel, fn): cuBLAS first, then each variant; timed in interleaved rounds
+            timed = [("cublas", None, None, lambda: torch.matmul(a, b, out=c))]
             for variant in mode_variants:
                 if variant == "wgmma" and not sm90:
                     print(f"  {m}x{n}x{k} {mode:4s} wgmma: skipped (needs a compute capability 9.0 GPU)")
                     continue
                 kernel = matmul_plan(a, b, c, allow_tf32=tf32, variant=variant)
                 aiter_lite.matmul(a, b, c, allow_tf32=tf32, variant=variant)  # builds the module on the first call
-                ms = bench_ms(lambda: aiter_lite.matmul(a, b, c, allow_tf32=tf32, variant=variant), args.quick)
-                record(m, n, k, mode, "aiter_lite", -1, ms, variant, kernel)
+                timed.append(("aiter_lite", variant, kernel,
+                              lambda v=variant: aiter_lite.matmul(a, b, c, allow_tf32=tf32, variant=v)))
+            per_round = [[] for _ in timed]
+            for _ in range(args.rounds):
+                for i, (_, _, _, fn) in enumerate(timed):
+                    per_round[i].append(bench_ms(fn, args.quick))
+            for (impl, variant, kernel, _), times in zip(timed, per_round):
+                record(m, n, k, mode, impl, -1, statistics.median(times), variant, kernel)
+                if args.rounds > 1:
+                    records[-1]["round_us"] = [round(t * 1e3, 2) for t in times]
+            if args.rounds > 1:
+                base = per_round[0]
+                for (impl, variant, kernel, _), times in list(zip(timed, per_round))[1:]:
+                    ratios = sorted(bt / t for bt, t in zip(base, times))
+                    print(f"  {m}x{n}x{k} {mode:4s} {variant}: ratio to cuBLAS per round "
+                          f"{', '.join(f'{r:.3f}' for r in ratios)} (median {statistics.median(ratios):.3f})",
+                          flush=True)
             del a, b, c
     set_torch_tf32(False)
 
