@@ -67,6 +67,7 @@ def main(argv=None) -> int:
     b = torch.randn(64, device="cuda", dtype=torch.float16)
     out = torch.empty_like(x)
     state = torch.randn(1, 64, 3, device="cuda", dtype=torch.float16)
+    x_step = torch.randn(1, 64, device="cuda", dtype=torch.float16)  # a decode step's x: contiguous [B, D]
     aiter_lite.causal_conv1d(x, w, b, "silu")  # build / load
     conv = sys.modules["aiter_lite.ops.causal_conv1d"]
     mod = conv.get_module(conv.MODULE, "cuda")
@@ -79,7 +80,7 @@ def main(argv=None) -> int:
         "causal_conv1d_fwd(out=)": lambda: aiter_lite.causal_conv1d_fwd(out, x, w, b, True),
         "causal_conv1d_fwd(out=) variant=naive": lambda: aiter_lite.causal_conv1d_fwd(out, x, w, b, True,
                                                                                      variant="naive"),
-        "causal_conv1d_update (1x64, state 3)": lambda: aiter_lite.causal_conv1d_update(x[:, :, 0], state, w, b,
+        "causal_conv1d_update (1x64, state 3)": lambda: aiter_lite.causal_conv1d_update(x_step, state, w, b,
                                                                                        "silu"),
         "binding call, arguments precomputed": lambda: launch(*largs),
         "torch.add": lambda: torch.add(x, x),

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from ..jit import get_module
 from ._common import (DTYPE_CODES, backend_of, check_index_tensor, check_no_alias, check_same_device,
-                      check_tensor, current_device_index, device_and_stream, on_device, stream_of, use_direct_call)
+                      check_tensor, current_device_index, device_and_stream, on_device, use_direct_call)
 
 MODULE = "module_causal_conv1d"
 VARIANTS = {"auto": 0, "naive": 1, "shared": 2, "vectorized": 3}
@@ -171,14 +171,18 @@ def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, co
             raise ValueError(f"conv_state_indices[{i}] = {int(conv_state_indices[i])} is out of range for a "
                              f"conv_state pool of {conv_state.shape[0]} rows")
     mod = get_module(MODULE, backend_of(x))
-    ptr = lambda t: 0 if t is None else t.data_ptr()  # noqa: E731
-    with on_device(x):
-        mod.causal_conv1d_update(
-            x.data_ptr(), conv_state.data_ptr(), weight.data_ptr(), ptr(bias), ptr(cache_seqlens),
-            ptr(conv_state_indices), out.data_ptr(), *x.shape, weight.shape[1], conv_state.shape[2],
-            conv_state.shape[0],
+    dev, stream = device_and_stream(x)
+    args = (x.data_ptr(), conv_state.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
+            0 if cache_seqlens is None else cache_seqlens.data_ptr(),
+            0 if conv_state_indices is None else conv_state_indices.data_ptr(), out.data_ptr(),
+            *x.shape, weight.shape[1], conv_state.shape[2], conv_state.shape[0],
             *x.stride(), *conv_state.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
-            *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, stream_of(x))
+            *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, stream)
+    if dev >= 0 and dev != current_device_index():  # launch on x's GPU (rare: the hot path skips this)
+        with on_device(x):
+            mod.causal_conv1d_update(*args)
+    else:
+        mod.causal_conv1d_update(*args)
 
 
 # ---------------------------------------------------------------------------------------------
