@@ -295,3 +295,20 @@ def test_repeatable(size, gen):
         first = _run(a, b, mode, variant)
         for _ in range(3):
             assert torch.equal(_run(a, b, mode, variant), first), f"{mode} {variant} not repeatable"
+
+
+@pytest.mark.parametrize("k", [320, 333], ids=["k-whole", "k-tail"])
+@pytest.mark.parametrize("index", [i for i, c in enumerate(_configs()) if c.path.startswith("tensor_core")])
+def test_tensor_core_many_tiles_per_block(index, k, gen):
+    """The tensor-core grid is persistent (a block per resident slot): with more tiles than slots a
+    block runs several, each tile's first k-tiles copied while the previous tile is stored, the
+    stage ring carried over, interior and edge tiles mixed (M, N with tails; K = 320 also gives
+    interior tiles the unguarded copy), across batch entries. 3 x 2100 x 2300 has 459 tiles of
+    128 x 256 and 1782 of 64 x 128, several per slot on any current GPU."""
+    cfg = _configs()[index]
+    batch, m, n = 3, 2100, 2300
+    for mode, variant in _modes_for(cfg):
+        a = _operand(m, k, DTYPES[mode], "n", gen, batch)
+        b = _operand(k, n, DTYPES[mode], "n", gen, batch)
+        out = _run(a, b, mode, variant, config=index)
+        _check(out, a, b, mode, f"config {index} {batch}x{m}x{n}x{k} {mode} {_seed_note(gen)}")

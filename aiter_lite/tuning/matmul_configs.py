@@ -115,9 +115,9 @@ MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
     MatmulTileConfig(7, _T16, 256, 128, 32, 4, 2, 3),  # 8 warps, 64x64
     MatmulTileConfig(8, _T16, 128, 128, 32, 2, 2, 4),  # 4 warps, 64x64, 2 blocks/SM
     MatmulTileConfig(9, _T16, 64, 128, 32, 2, 2, 4),   # 4 warps, 32x64: small grids
-    MatmulTileConfig(10, _TF, 128, 256, 16, 2, 4, 3),  # 8 warps, 64x64
-    MatmulTileConfig(11, _TF, 128, 128, 16, 2, 2, 4),  # 4 warps, 64x64, 2 blocks/SM
-    MatmulTileConfig(12, _TF, 64, 128, 16, 2, 2, 4),   # 4 warps, 32x64: small grids
+    MatmulTileConfig(10, _TF, 128, 256, 32, 2, 4, 3),  # 8 warps, 64x64, 144 KB
+    MatmulTileConfig(11, _TF, 128, 128, 32, 2, 2, 3),  # 4 warps, 64x64, 96 KB: 2 blocks/SM (H100)
+    MatmulTileConfig(12, _TF, 64, 128, 32, 2, 2, 4),   # 4 warps, 32x64, 96 KB: small grids
     MatmulTileConfig(13, _W, 128, 256, 64, 8, 1, 4, 2),  # 2 consumers x 64x256, 210 KB, 2-CTA cluster
     MatmulTileConfig(14, _W, 128, 256, 64, 8, 1, 4),   # as 13 without the cluster
     MatmulTileConfig(15, _W, 128, 128, 64, 8, 1, 6),   # 2 consumers x 64x128, 210 KB: medium grids

@@ -65,9 +65,9 @@ inline constexpr MatmulTileConfig kMatmulConfigs[] = {
     /*  7 */ {MatmulPath::kTensorCore16,    256, 128, 32, 4, 2, 3},  // 8 warps, 64x64
     /*  8 */ {MatmulPath::kTensorCore16,    128, 128, 32, 2, 2, 4},  // 4 warps, 64x64, 2 blocks/SM
     /*  9 */ {MatmulPath::kTensorCore16,     64, 128, 32, 2, 2, 4},  // 4 warps, 32x64: small grids
-    /* 10 */ {MatmulPath::kTensorCoreTf32,  128, 256, 16, 2, 4, 3},  // 8 warps, 64x64
-    /* 11 */ {MatmulPath::kTensorCoreTf32,  128, 128, 16, 2, 2, 4},  // 4 warps, 64x64, 2 blocks/SM
-    /* 12 */ {MatmulPath::kTensorCoreTf32,   64, 128, 16, 2, 2, 4},  // 4 warps, 32x64: small grids
+    /* 10 */ {MatmulPath::kTensorCoreTf32,  128, 256, 32, 2, 4, 3},  // 8 warps, 64x64, 144 KB
+    /* 11 */ {MatmulPath::kTensorCoreTf32,  128, 128, 32, 2, 2, 3},  // 4 warps, 64x64, 96 KB: 2 blocks/SM (H100)
+    /* 12 */ {MatmulPath::kTensorCoreTf32,   64, 128, 32, 2, 2, 4},  // 4 warps, 32x64, 96 KB: small grids
     /* 13 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4, 2},  // 2 consumers x 64x256, 210 KB, 2-CTA cluster
     /* 14 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4},  // as 13 without the cluster
     /* 15 */ {MatmulPath::kWgmma16,        128, 128, 64, 8, 1, 6},  // 2 consumers x 64x128, 210 KB: medium grids

@@ -34,6 +34,7 @@ struct GemmArgs {
   int64_t out_batch_stride, out_row_stride, out_col_stride;
   int32_t m, n, k;
   int32_t tiles_m, tiles_n;  // block tiles along M and N (blockIdx.x covers tiles_m * tiles_n)
+  int32_t work_items;        // tensor-core kernel only: tiles_m * tiles_n * batch (< 2^31), its loop bound
   SimtLoad a_load, b_load;   // SIMT kernel only
   bool out_vec;              // out rows contiguous and aligned for the epilogue's vector stores
 };

@@ -4,6 +4,7 @@
 // explicitly instantiates its share of the launchers; never by matmul.cu (the dispatch).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -149,16 +150,51 @@ void simt_cuda(const MatmulParams& p, int config, gpuStream_t stream) {
 }
 
 #if defined(AITER_LITE_CUDA)
+// Blocks of `kernel` (kThreads threads, kSmemBytes of dynamic shared memory) that the current device
+// runs at once: SMs x blocks per SM, read once per device. Call after ensure_dynamic_smem.
+template <class Traits, typename Kernel>
+int64_t resident_blocks(Kernel kernel) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int64_t> cache[kMaxDevices] = {};
+  const int dev = current_device();
+  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
+  int64_t v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int sms = 0, per_sm = 0;
+    AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    AITER_LITE_GPU_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Traits::kThreads, Traits::kSmemBytes));
+    v = std::max<int64_t>(1, int64_t{sms} * per_sm);
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+// The tensor-core kernel is persistent: one block per resident slot (or per work item when there
+// are fewer), each looping over work items (tile, batch entry); see matmul_tc_kernel. A launch
+// takes at most 2^31 - 1 work items (its indices are 32-bit): more batch entries than that run as
+// several launches.
 template <class Traits>
 void tc_launch(const MatmulParams& p, gpuStream_t stream) {
   using T = typename Traits::elem_t;
   GemmArgs<T> g = make_args<T>(p);
   g.out_vec = out_vec_ok(p, 2, sizeof(T));
-  const dim3 grid = set_tile_grid(g, Traits::kBM, Traits::kBN);
+  const int64_t tiles = set_tile_grid(g, Traits::kBM, Traits::kBN).x;
   auto kernel = matmul_tc_kernel<Traits>;
   ensure_dynamic_smem<Traits>(kernel);
-  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(g);
-  AITER_LITE_LAUNCH_CHECK();
+  const int64_t resident = resident_blocks<Traits>(kernel);
+  const int64_t batch_per_launch = std::max<int64_t>(1, kMaxDim / tiles);
+  for (int64_t b0 = 0; b0 < p.batch; b0 += batch_per_launch) {
+    GemmArgs<T> s = g;
+    s.batch = std::min(batch_per_launch, p.batch - b0);
+    s.work_items = static_cast<int32_t>(tiles * s.batch);
+    s.a += b0 * p.a_batch_stride;
+    s.b += b0 * p.b_batch_stride;
+    s.out += b0 * p.out_batch_stride;
+    const dim3 grid(static_cast<unsigned>(std::min(tiles * s.batch, resident)), 1, 1);
+    kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(s);
+    AITER_LITE_LAUNCH_CHECK();
+  }
 }
 
 // T: float means tf32. Orientations come from tc_orientation (both supported here).

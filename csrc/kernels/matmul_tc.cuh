@@ -1,22 +1,33 @@
 // Tensor-core matmul through mma.sync (sm_80+; runs unchanged on sm_90): fp16/bf16 with m16n8k16 and
 // fp32-as-tf32 with m16n8k8, fp32 accumulators. CUDA only (the PTX lives in mma.cuh).
 //
-// Shape of the kernel (one block = one kBM x kBN output tile):
+// Shape of the kernel (a block loops over kBM x kBN output tiles, see matmul_tc_kernel):
 //   global --cp.async 16 B, zero-filled tails--> kStages shared stages (XOR-swizzled)
 //          --ldmatrix (or 32-bit loads for MN-contiguous tf32)--> double-buffered register fragments
+//          (tf32: rounded to nearest, mma::to_tf32)
 //          --mma.sync--> fp32 accumulators (kMTiles x kNTiles tiles of 16x8 per warp)
 //          --> clipped stores, 2 columns at a time where out rows are contiguous.
 // Operand orientation is a template flag: A is K-contiguous ([m][k] rows in shared memory, plain
 // ldmatrix) or M-contiguous ([k][m] rows, ldmatrix.trans); B is K-contiguous ([n][k], plain) or
 // N-contiguous ([k][n], .trans). Either way cp.async copies 16-byte chunks along the contiguous dim.
-// The block's main loop exists twice (tc_block_tile<kGuarded>): blocks entirely inside M and N
-// with K a multiple of kBK copy without any bounds arithmetic; edge blocks zero-fill per chunk.
-// (With one copy and a per-k-tile test, the compiler predicates both paths into the loop: the
-// split took the H100 from 424 to 463 TFLOP/s at 4096^3 fp16, and tensor-pipe activity from 61% to 74%.)
+// The main loop exists twice (tc_mainloop<kGuarded>): tiles entirely inside M and N with K a
+// multiple of kBK copy without any bounds arithmetic; edge tiles zero-fill per chunk. (With one copy
+// and a per-k-tile test, the compiler predicates both paths into the loop: the split took the H100
+// from 424 to 463 TFLOP/s at 4096^3 fp16, and tensor-pipe activity from 61% to 74%.)
+// The grid is persistent (as many blocks as fit at once): when a block's main loop ends it issues
+// the next tile's first k-tiles before storing the finished tile, so the next tile's loads are in
+// flight during the epilogue instead of after it. A k-tile's copies are spread over the k-steps of
+// the k-tile before (all but the last), not issued in one burst.
+// tf32 (fp32 inputs): configs with BK = 32, 4 k-steps of m16n8k8 per k-tile and barrier; fragments
+// rounded by mma::to_tf32 (one F2FP per element on sm_90). An N-contiguous B stays on 32-bit loads:
+// 16-byte loads need the warp's columns permuted, and since b0 and b1 of an mma come from different
+// k-rows, ptxas then moves every element into the aligned register pair mma reads (tried: 169 moves
+// per 128 mma against 48 fewer loads).
 #pragma once
 
 #include <numeric>
 #include <type_traits>
+#include <utility>
 
 #include "matmul_common.cuh"
 #include "matmul_configs.h"
@@ -83,7 +94,7 @@ struct TcTileLoader {
   static_assert(kChunksPerThread <= 32, "row mask is 32 bits");
 
   const T* any_valid;    // a valid address for zero-byte copies (the kernel argument, not a register)
-  const T* src;          // this thread's first chunk, k-tile 0
+  const T* src;          // this thread's first chunk of the next k-tile to copy (advance() moves it)
   int64_t outer_stride;  // elements between outer indices
   int64_t row_step;      // kRowStep * outer_stride
   uint32_t dst[kPeriod]; // shared offsets of chunks 0 .. kPeriod-1 inside a stage
@@ -112,22 +123,34 @@ struct TcTileLoader {
     return dst[i % kPeriod] + (i / kPeriod) * (kPeriod * kRowStep * kRowBytes);
   }
 
-  // Copies the k-tile starting at k0 into the stage at shared address `stage`. Unguarded: the
+  // Moves src on by `tiles` k-tiles (kBK = the tile's K extent; a whole number of row steps).
+  __device__ __forceinline__ void advance(int tiles = 1) {
+    if constexpr (kKInner)
+      src += tiles * Tile::kCols;
+    else
+      src += tiles * (Tile::kRows / kRowStep) * row_step;
+  }
+
+  // Copies this thread's chunks kBegin .. kEnd-1 of the k-tile at src (starting at K index k0,
+  // which only the bounds checks use) into the stage at shared address `stage`. Unguarded: the
   // caller knows every chunk is inside the operand (interior block, K a multiple of kBK).
-  template <bool kGuarded>
+  template <bool kGuarded, int kBegin, int kEnd>
   __device__ __forceinline__ void issue(uint32_t stage, int k0) const {
-    const T* tile_src = src + (kKInner ? static_cast<int64_t>(k0) : k0 * outer_stride);
-    if constexpr (!kGuarded) {
+    static_assert(Tile::kRows % kRowStep == 0, "a k-tile is a whole number of row steps");
+    if constexpr (kBegin < kEnd) {
+      const T* tile_src = src;
+      if constexpr (!kGuarded) {
 #pragma unroll
-      for (int i = 0; i < kChunksPerThread; ++i) mma::cp_async_16(stage + dst_offset(i), tile_src + i * row_step);
-    } else {
-      const int inner_elems = min(max(kKInner ? inner_left - k0 : inner_left, 0), kChunkElems);
+        for (int i = kBegin; i < kEnd; ++i) mma::cp_async_16(stage + dst_offset(i), tile_src + i * row_step);
+      } else {
+        const int inner_elems = min(max(kKInner ? inner_left - k0 : inner_left, 0), kChunkElems);
 #pragma unroll
-      for (int i = 0; i < kChunksPerThread; ++i) {
-        const bool row_ok = kKInner ? ((row_mask >> i) & 1u) != 0 : i * kRowStep + k0 < outer_left;
-        const int bytes = row_ok ? inner_elems * static_cast<int>(sizeof(T)) : 0;
-        const T* p = tile_src + i * row_step;
-        mma::cp_async_16_zfill(stage + dst_offset(i), bytes > 0 ? p : any_valid, bytes);
+        for (int i = kBegin; i < kEnd; ++i) {
+          const bool row_ok = kKInner ? ((row_mask >> i) & 1u) != 0 : i * kRowStep + k0 < outer_left;
+          const int bytes = row_ok ? inner_elems * static_cast<int>(sizeof(T)) : 0;
+          const T* p = tile_src + i * row_step;
+          mma::cp_async_16_zfill(stage + dst_offset(i), bytes > 0 ? p : any_valid, bytes);
+        }
       }
     }
   }
@@ -150,6 +173,9 @@ struct TcMatmulTraits {
   static constexpr int kMmaM = 16, kMmaN = 8, kMmaK = kTf32 ? 8 : 16;
   static constexpr int kMTiles = kWarpTileM / kMmaM, kNTiles = kWarpTileN / kMmaN;
   static constexpr int kKSteps = kBK / kMmaK;
+  // The k-tile's copies are spread over its first kCopySteps k-steps (all but the last, which
+  // waits for the next k-tile), so that cp.async and ldmatrix do not queue up in one burst.
+  static constexpr int kCopySteps = kKSteps > 1 ? kKSteps - 1 : 1;
 
   // Shared tiles: rows along the strided dim, 16-byte chunks along the contiguous one.
   using a_tile = SwizzledSmemTile<T, kAKMajor ? kBM : kBK, kAKMajor ? kBK : kBM>;
@@ -178,6 +204,8 @@ struct TcMatmulTraits {
                 "warp tiles are whole mma tiles (pairs along N for ldmatrix.x4)");
   static_assert(kBK % kMmaK == 0 && kKSteps % 2 == 0, "fragment double buffering alternates within a k-tile");
   static_assert(a_tile::kChunkElems * 2 == kMmaK, "a k-step spans two 16-byte chunks");
+  static_assert(!kTf32 || (kAKMajor || a_tile::kRowChunks % 8 == 0) && (kBKMajor || b_tile::kRowChunks % 8 == 0),
+                "tf32 MN-contiguous tiles: 8 k-rows apart must share the swizzle key (rows of >= 8 chunks)");
   static_assert(kSmemBytes == matmul_config_smem_bytes(kCfg, sizeof(T)), "smem size disagrees with the table");
 };
 
@@ -297,13 +325,17 @@ __device__ __forceinline__ void tc_load_fragments(typename Traits::a_frags& fa, 
   }
 }
 
+// One k-step of the warp tile. Serpentine order (n-tiles forwards for even m-tiles, backwards for
+// odd ones): consecutive mma share an A fragment, or at a row change the B fragment, so every
+// instruction reuses one operand from the register reuse cache.
 template <class Traits>
 __device__ __forceinline__ void tc_mma_step(typename Traits::accumulators& acc, const typename Traits::a_frags& fa,
                                             const typename Traits::b_frags& fb) {
 #pragma unroll
   for (int mt = 0; mt < Traits::kMTiles; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < Traits::kNTiles; ++nt) {
+    for (int i = 0; i < Traits::kNTiles; ++i) {
+      const int nt = mt % 2 == 0 ? i : Traits::kNTiles - 1 - i;
       if constexpr (Traits::kTf32)
         mma::mma_m16n8k8_tf32(acc[mt][nt], fa[mt], fb[nt]);
       else if constexpr (std::is_same<typename Traits::elem_t, half_t>::value)
@@ -313,96 +345,202 @@ __device__ __forceinline__ void tc_mma_step(typename Traits::accumulators& acc, 
     }
 }
 
-// One block tile of one batch entry. kGuarded: bounds-checked copies (edge blocks, or K not a
-// multiple of kBK); the unguarded copy of this function serves interior blocks with no per-chunk
-// predicates (a run-time branch inside the loop would be if-converted and cost both paths).
-template <class Traits, bool kGuarded>
-__device__ __forceinline__ void tc_block_tile(const GemmArgs<typename Traits::elem_t>& args, TileOrigin tile,
-                                              uint32_t smem, int tid, const TcFragmentOffsets<Traits>& frag_off) {
-  using T = typename Traits::elem_t;
-  using Smem = typename Traits::SmemLayout;
-  constexpr int kStages = Traits::kStages, kBK = Traits::kBK, kKSteps = Traits::kKSteps;
-  const int warp = tid / 32, lane = tid % 32;
-  const int warp_m = warp / Traits::kWarpsN, warp_n = warp % Traits::kWarpsN;
-  const int num_k_tiles = (args.k + kBK - 1) / kBK;
-  const int64_t z = blockIdx.z;  // the host launches batches above 65535 in slices
-  const T* a = args.a + z * args.a_batch_stride;
-  const T* b = args.b + z * args.b_batch_stride;
-  // A: outer/inner = m/k (K-contiguous) or k/m. B: outer/inner = n/k (K-contiguous) or k/n.
-  const typename Traits::a_loader a_ld =
-      Traits::kAKMajor ? typename Traits::a_loader(a, args.a, args.a_row_stride, tile.m0, args.m, 0, args.k, tid)
-                       : typename Traits::a_loader(a, args.a, args.a_col_stride, 0, args.k, tile.m0, args.m, tid);
-  const typename Traits::b_loader b_ld =
-      Traits::kBKMajor ? typename Traits::b_loader(b, args.b, args.b_col_stride, tile.n0, args.n, 0, args.k, tid)
-                       : typename Traits::b_loader(b, args.b, args.b_row_stride, 0, args.k, tile.n0, args.n, tid);
+// One output tile of one batch entry: the unit of work of the persistent loop.
+struct TcWork {
+  int32_t z;        // batch entry (of this launch)
+  TileOrigin tile;  // output tile origin
+  bool interior;    // entirely inside M and N, and K a multiple of kBK: copies need no bounds checks
+};
 
-  // Prologue: k-tiles 0 .. kStages-2 in flight, one commit group each (empty past the end).
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < num_k_tiles) {
-      a_ld.template issue<kGuarded>(Smem::a(smem, s), s * kBK);
-      b_ld.template issue<kGuarded>(Smem::b(smem, s), s * kBK);
-    }
-    mma::cp_async_commit();
+// Work item w (0 .. tiles * batch - 1, which the host keeps below 2^31): batch-major, tiles in the
+// grouped order inside a batch entry.
+template <class Traits>
+__device__ __forceinline__ TcWork tc_work(const GemmArgs<typename Traits::elem_t>& args, int32_t w) {
+  const int32_t tiles = args.tiles_m * args.tiles_n;
+  const int32_t z = args.batch == 1 ? 0 : w / tiles;
+  const int32_t t = w - z * tiles;
+  const TileOrigin o = grouped_tile_origin<Traits::kBM, Traits::kBN>(t, args.tiles_m, args.tiles_n);
+  const bool interior = o.m0 + Traits::kBM <= args.m && o.n0 + Traits::kBN <= args.n && args.k % Traits::kBK == 0;
+  return {z, o, interior};
+}
+
+// The copy state of one work item's A and B tiles.
+template <class Traits>
+struct TcLoaders {
+  typename Traits::a_loader a;
+  typename Traits::b_loader b;
+
+  __device__ __forceinline__ TcLoaders(const GemmArgs<typename Traits::elem_t>& args, const TcWork& w, int tid)
+      : a(make_a(args, w, tid)), b(make_b(args, w, tid)) {}
+
+  // A: outer/inner = m/k (K-contiguous) or k/m. B: outer/inner = n/k (K-contiguous) or k/n.
+  __device__ static __forceinline__ typename Traits::a_loader make_a(const GemmArgs<typename Traits::elem_t>& args,
+                                                                     const TcWork& w, int tid) {
+    const auto* a = args.a + static_cast<int64_t>(w.z) * args.a_batch_stride;
+    if constexpr (Traits::kAKMajor)
+      return typename Traits::a_loader(a, args.a, args.a_row_stride, w.tile.m0, args.m, 0, args.k, tid);
+    else
+      return typename Traits::a_loader(a, args.a, args.a_col_stride, 0, args.k, w.tile.m0, args.m, tid);
+  }
+  __device__ static __forceinline__ typename Traits::b_loader make_b(const GemmArgs<typename Traits::elem_t>& args,
+                                                                     const TcWork& w, int tid) {
+    const auto* b = args.b + static_cast<int64_t>(w.z) * args.b_batch_stride;
+    if constexpr (Traits::kBKMajor)
+      return typename Traits::b_loader(b, args.b, args.b_col_stride, w.tile.n0, args.n, 0, args.k, tid);
+    else
+      return typename Traits::b_loader(b, args.b, args.b_row_stride, 0, args.k, w.tile.n0, args.n, tid);
   }
 
-  typename Traits::accumulators acc;
+  __device__ __forceinline__ void advance(int tiles = 1) {
+    a.advance(tiles);
+    b.advance(tiles);
+  }
+
+  // Part kPart of kParts of this thread's copies of the next k-tile (at K index k0) into shared
+  // stage `stage`: A's chunks, then B's, split evenly by count.
+  template <bool kGuarded, int kPart, int kParts>
+  __device__ __forceinline__ void issue(uint32_t smem, int stage, int k0) const {
+    using Smem = typename Traits::SmemLayout;
+    constexpr int kA = Traits::a_loader::kChunksPerThread, kB = Traits::b_loader::kChunksPerThread;
+    constexpr int kLo = kPart * (kA + kB) / kParts, kHi = (kPart + 1) * (kA + kB) / kParts;
+    a.template issue<kGuarded, (kLo < kA ? kLo : kA), (kHi < kA ? kHi : kA)>(Smem::a(smem, stage), k0);
+    b.template issue<kGuarded, (kLo > kA ? kLo - kA : 0), (kHi > kA ? kHi - kA : 0)>(Smem::b(smem, stage), k0);
+  }
+};
+
+__device__ __forceinline__ int tc_next_stage(int stage, int stages) { return stage + 1 == stages ? 0 : stage + 1; }
+
+// threadIdx.x, read afresh (volatile) wherever a work item needs it: values derived from it once,
+// before the persistent loop, would be held in registers through every main loop, where the tf32
+// and some 16-bit kernels have none to spare (ptxas spills them). Deriving them again per work item
+// costs a few instructions per tile.
+__device__ __forceinline__ int tc_tid() {
+  uint32_t tid;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+  return static_cast<int>(tid);
+}
+
+// Calls f(std::integral_constant<int, i>{}) for i = kIs... in order (a loop with a compile-time index).
+template <int... kIs, typename F>
+__device__ __forceinline__ void tc_static_for(std::integer_sequence<int, kIs...>, F&& f) {
+  (f(std::integral_constant<int, kIs>{}), ...);
+}
+
+// Prologue of a work item: its k-tiles 0 .. kStages-2 into the stages ring, ring+1, ... (mod
+// kStages), one commit group each (empty past the end of K).
+template <class Traits, bool kGuarded>
+__device__ __forceinline__ void tc_prologue(const GemmArgs<typename Traits::elem_t>& args, const TcWork& w,
+                                            uint32_t smem, int ring) {
+  TcLoaders<Traits> ld(args, w, tc_tid());
+  const int num_k_tiles = (args.k + Traits::kBK - 1) / Traits::kBK;
+  int stage = ring;
+#pragma unroll
+  for (int s = 0; s < Traits::kStages - 1; ++s) {
+    if (s < num_k_tiles) {
+      ld.template issue<kGuarded, 0, 1>(smem, stage, s * Traits::kBK);
+      ld.advance();
+    }
+    mma::cp_async_commit();
+    stage = tc_next_stage(stage, Traits::kStages);
+  }
+}
+
+// Main loop of one work item whose prologue is in flight, its k-tile 0 in stage `ring`. Leaves the
+// sums in acc and `ring` at the stage after its last k-tile's. kGuarded: bounds-checked copies
+// (edge tiles, or K not a multiple of kBK); the unguarded copy of this function serves interior
+// tiles with no per-chunk predicates (a run-time branch inside the loop would be if-converted and
+// cost both paths).
+// On return every thread has passed a barrier after its last shared-memory read of this item, and
+// all of the item's copies have landed: the caller may refill any stage.
+template <class Traits, bool kGuarded>
+__device__ __forceinline__ void tc_mainloop(typename Traits::accumulators& acc,
+                                            const GemmArgs<typename Traits::elem_t>& args, const TcWork& w,
+                                            uint32_t smem, int& ring) {
+  using Smem = typename Traits::SmemLayout;
+  constexpr int kStages = Traits::kStages, kBK = Traits::kBK, kKSteps = Traits::kKSteps;
+  constexpr int kCopySteps = Traits::kCopySteps;
+  const int tid = tc_tid(), warp = tid / 32;
+  TcLoaders<Traits> ld(args, w, tid);
+  ld.advance(kStages - 1);  // the prologue copied k-tiles 0 .. kStages-2
+  const TcFragmentOffsets<Traits> frag_off(warp / Traits::kWarpsN, warp % Traits::kWarpsN, tid % 32);
+  const int num_k_tiles = (args.k + kBK - 1) / kBK;
+
 #pragma unroll
   for (int mt = 0; mt < Traits::kMTiles; ++mt)
 #pragma unroll
     for (int nt = 0; nt < Traits::kNTiles; ++nt)
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[mt][nt][j] = 0.f;
+  if (num_k_tiles == 0) return;  // K = 0: nothing was copied
 
   typename Traits::a_frags fa[2];
   typename Traits::b_frags fb[2];
-  int read_stage = 0, write_stage = kStages - 1;
+  int read_stage = ring, write_stage = ring == 0 ? kStages - 1 : ring - 1;
 
   mma::cp_async_wait<kStages - 2>();  // k-tile 0 has landed
   __syncthreads();
-  tc_load_fragments<Traits>(fa[0], fb[0], Smem::a(smem, 0), Smem::b(smem, 0), 0, frag_off);
+  tc_load_fragments<Traits>(fa[0], fb[0], Smem::a(smem, read_stage), Smem::b(smem, read_stage), 0, frag_off);
 
-  // Main loop. Groups committed before the wait in k-tile kt: (kStages - 1) + (kt + 1), so
-  // wait<kStages - 2> means k-tile kt + 1 has landed. The barrier there also orders every read of
-  // the stage consumed in k-tile kt - 1 before its refill, issued at kk == 0 of k-tile kt.
+  // Groups committed before the wait in k-tile kt: (kStages - 1) + (kt + 1) (the copies of k-tile
+  // kt + kStages - 1 are issued over k-steps 0 .. kCopySteps-1 and committed at the last of them),
+  // so wait<kStages - 2> means k-tile kt + 1 has landed. The barrier there also orders every read
+  // of the stage consumed in k-tile kt (its last k-step's fragments were loaded one step earlier)
+  // before that stage's refill, issued from k-step 0 of k-tile kt + 1 on.
   for (int kt = 0; kt < num_k_tiles; ++kt) {
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
-      if (kk == kKSteps - 1) {
+    tc_static_for(std::make_integer_sequence<int, kKSteps>{}, [&](auto kk_constant) {
+      constexpr int kk = decltype(kk_constant)::value;
+      int frag_stage = read_stage;
+      if constexpr (kk == kKSteps - 1) {
         mma::cp_async_wait<kStages - 2>();
         __syncthreads();
-        read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+        read_stage = tc_next_stage(read_stage, kStages);
+        // After the last k-tile the next stage is the first one the next work item's prologue
+        // refills: the (unused) fragments are read from this k-tile's stage instead, which stays
+        // untouched until the next item's first barrier. (A select, not a branch: predicated
+        // loads would be if-converted into the whole k-step.)
+        frag_stage = kt + 1 < num_k_tiles ? read_stage : frag_stage;
       }
       // Fragments of the next k-step (the next k-tile's first one after the barrier).
-      tc_load_fragments<Traits>(fa[(kk + 1) % 2], fb[(kk + 1) % 2], Smem::a(smem, read_stage),
-                                Smem::b(smem, read_stage), (kk + 1) % kKSteps, frag_off);
-      if (kk == 0) {
+      tc_load_fragments<Traits>(fa[(kk + 1) % 2], fb[(kk + 1) % 2], Smem::a(smem, frag_stage),
+                                Smem::b(smem, frag_stage), (kk + 1) % kKSteps, frag_off);
+      if constexpr (kk < kCopySteps) {
         const int next = kt + kStages - 1;
         if (next < num_k_tiles) {
-          a_ld.template issue<kGuarded>(Smem::a(smem, write_stage), next * kBK);
-          b_ld.template issue<kGuarded>(Smem::b(smem, write_stage), next * kBK);
+          ld.template issue<kGuarded, kk, kCopySteps>(smem, write_stage, next * kBK);
+          if constexpr (kk == kCopySteps - 1) ld.advance();
         }
-        mma::cp_async_commit();
-        write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+        if constexpr (kk == kCopySteps - 1) {
+          mma::cp_async_commit();
+          write_stage = tc_next_stage(write_stage, kStages);
+        }
       }
       tc_mma_step<Traits>(acc, fa[kk % 2], fb[kk % 2]);
-    }
+    });
   }
-  mma::cp_async_wait<0>();
+  ring = read_stage;
+}
 
-  // Epilogue: accumulator pairs (c0, c1) and (c2, c3) are 2 adjacent columns of rows g and g + 8.
-  T* out = args.out + z * args.out_batch_stride;
+// Stores a work item's tile: accumulator pairs (c0, c1) and (c2, c3) are 2 adjacent columns of rows
+// g and g + 8.
+template <class Traits>
+__device__ __forceinline__ void tc_epilogue(const typename Traits::accumulators& acc,
+                                            const GemmArgs<typename Traits::elem_t>& args, const TcWork& w) {
+  using T = typename Traits::elem_t;
+  const int tid = tc_tid();
+  const int lane = tid % 32, warp = tid / 32;
+  const int warp_m = warp / Traits::kWarpsN, warp_n = warp % Traits::kWarpsN;
+  T* out = args.out + static_cast<int64_t>(w.z) * args.out_batch_stride;
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int mt = 0; mt < Traits::kMTiles; ++mt) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int row = tile.m0 + warp_m * Traits::kWarpTileM + mt * 16 + half * 8 + g;
+      const int row = w.tile.m0 + warp_m * Traits::kWarpTileM + mt * 16 + half * 8 + g;
       if (row >= args.m) continue;
       T* out_row = out + row * args.out_row_stride;
 #pragma unroll
       for (int nt = 0; nt < Traits::kNTiles; ++nt) {
-        const int col = tile.n0 + warp_n * Traits::kWarpTileN + nt * 8 + 2 * t;
+        const int col = w.tile.n0 + warp_n * Traits::kWarpTileN + nt * 8 + 2 * t;
         const float x = acc[mt][nt][2 * half], y = acc[mt][nt][2 * half + 1];
         if (args.out_vec && col + 1 < args.n) {
           store2<T>(out_row + col, x, y);
@@ -415,21 +553,51 @@ __device__ __forceinline__ void tc_block_tile(const GemmArgs<typename Traits::el
   }
 }
 
+// Persistent kernel: block b runs work items b, b + gridDim.x, ... (the host launches at most as
+// many blocks as fit on the device at once). The next item's prologue is issued as soon as the
+// current main loop ends, so its copies are in flight while the current tile is stored.
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     matmul_tc_kernel(const GemmArgs<typename Traits::elem_t> args) {
   extern __shared__ __align__(128) unsigned char matmul_smem[];
   const uint32_t smem = mma::smem_u32(matmul_smem);
-  const int tid = threadIdx.x;
-  const int warp = tid / 32;
-  const TcFragmentOffsets<Traits> frag_off(warp / Traits::kWarpsN, warp % Traits::kWarpsN, tid % 32);
-  const TileOrigin tile = grouped_tile_origin<Traits::kBM, Traits::kBN>(blockIdx.x, args.tiles_m, args.tiles_n);
-  const bool interior =
-      tile.m0 + Traits::kBM <= args.m && tile.n0 + Traits::kBN <= args.n && args.k % Traits::kBK == 0;
-  if (interior)
-    tc_block_tile<Traits, false>(args, tile, smem, tid, frag_off);
-  else
-    tc_block_tile<Traits, true>(args, tile, smem, tid, frag_off);
+  int32_t w = blockIdx.x;
+  if (w >= args.work_items) return;
+
+  int ring = 0;  // stage of the current item's k-tile 0
+  {
+    const TcWork first = tc_work<Traits>(args, w);
+    if (first.interior)
+      tc_prologue<Traits, false>(args, first, smem, ring);
+    else
+      tc_prologue<Traits, true>(args, first, smem, ring);
+  }
+  for (;;) {
+    typename Traits::accumulators acc;
+    {
+      const TcWork cur = tc_work<Traits>(args, w);
+      if (cur.interior)
+        tc_mainloop<Traits, false>(acc, args, cur, smem, ring);
+      else
+        tc_mainloop<Traits, true>(acc, args, cur, smem, ring);
+    }
+    // Only w (and ring) live through the main loop: the item is derived from it again for the
+    // epilogue (the empty asm hides that it is the same value, so the compiler does not keep the
+    // first derivation in registers; see tc_tid).
+    asm volatile("" : "+r"(w));
+    const bool more = w < args.work_items - static_cast<int32_t>(gridDim.x);  // no overflow near 2^31
+    if (more) {
+      const TcWork next = tc_work<Traits>(args, w + static_cast<int32_t>(gridDim.x));
+      if (next.interior)
+        tc_prologue<Traits, false>(args, next, smem, ring);
+      else
+        tc_prologue<Traits, true>(args, next, smem, ring);
+    }
+    tc_epilogue<Traits>(acc, args, tc_work<Traits>(args, w));
+    if (!more) break;
+    w += gridDim.x;
+  }
+  mma::cp_async_wait<0>();
 }
 
 }  // namespace matmul_detail
