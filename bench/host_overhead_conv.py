@@ -86,7 +86,16 @@ def main(argv=None) -> int:
         "torch.add": lambda: torch.add(x, x),
         "torch.empty_like": lambda: torch.empty_like(x),
     }
+    x3 = x_step.unsqueeze(-1)
+    uout = torch.empty_like(x3)
+    uargs = (x3.data_ptr(), state.data_ptr(), w.data_ptr(), b.data_ptr(), 0, 0, uout.data_ptr(), 1, 64, 1, 4, 3, 1,
+             *x3.stride(), *state.stride(), *w.stride(), 1, *uout.stride(), 1, 1, True, stream)
+    calls["(update) binding call, arguments precomputed"] = lambda: mod.causal_conv1d_update(*uargs)
+    calls["(update) _launch_update"] = lambda: conv._launch_update(uout, x3, state, w, b, True, None, None)
     pieces = {  # the Python path's parts, no launch
+        "(update) _well_formed_update": lambda: conv._well_formed_update(x_step, state, w, b, None, None),
+        "(update) _dense_apart": lambda: conv._dense_apart(state, (x3, w, b)),
+        "(update) unsqueeze + empty_like + squeeze": lambda: torch.empty_like(x_step.unsqueeze(-1)).squeeze(-1),
         "_well_formed_fwd": lambda: conv._well_formed_fwd(out, x, w, b, True, "auto"),
         "check_no_alias": lambda: _common.check_no_alias("out", out, (("x", x), ("weight", w), ("bias", b))),
         "get_module": lambda: conv.get_module(conv.MODULE, "cuda"),
