@@ -158,8 +158,9 @@ def _dense_apart(t: torch.Tensor, others) -> bool:
 
 
 def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices) -> None:
-    """out: allocated by the caller for this call (both callers use empty_like), so it aliases nothing;
-    conv_state, written in place, must not overlap the inputs."""
+    """x and out: [B, D, L], or [B, D] for one step. out: allocated by the caller for this call (both
+    callers use empty_like), so it aliases nothing; conv_state, written in place, must not overlap the
+    inputs."""
     if out.numel() == 0:
         return
     if not _dense_apart(conv_state, (x, weight, bias)):
@@ -172,12 +173,16 @@ def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, co
                              f"conv_state pool of {conv_state.shape[0]} rows")
     mod = get_module(MODULE, backend_of(x))
     dev, stream = device_and_stream(x)
+    if len(x.shape) == 2:  # [B, D]: seqlen 1 (its stride is never used)
+        sizes, x_strides, out_strides = (*x.shape, 1), (*x.stride(), 1), (*out.stride(), 1)
+    else:
+        sizes, x_strides, out_strides = x.shape, x.stride(), out.stride()
     args = (x.data_ptr(), conv_state.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
             0 if cache_seqlens is None else cache_seqlens.data_ptr(),
             0 if conv_state_indices is None else conv_state_indices.data_ptr(), out.data_ptr(),
-            *x.shape, weight.shape[1], conv_state.shape[2], conv_state.shape[0],
-            *x.stride(), *conv_state.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
-            *out.stride(), DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, stream)
+            *sizes, weight.shape[1], conv_state.shape[2], conv_state.shape[0],
+            *x_strides, *conv_state.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
+            *out_strides, DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, stream)
     if dev >= 0 and dev != current_device_index():  # launch on x's GPU (rare: the hot path skips this)
         with on_device(x):
             mod.causal_conv1d_update(*args)
@@ -235,18 +240,16 @@ def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torc
     device sync) it is treated like a padded slot.
     """
     use_silu = _silu_flag(activation)
-    if _well_formed_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices):
-        squeeze = len(x.shape) == 2
-        x3 = x.unsqueeze(-1) if squeeze else x
-    else:
-        squeeze, x3, bias, cache_seqlens, conv_state_indices = _check_update(
+    if not _well_formed_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices):
+        _, _, bias, cache_seqlens, conv_state_indices = _check_update(
             x, conv_state, weight, bias, cache_seqlens, conv_state_indices)
-    if use_direct_call():
-        out = torch.empty_like(x3)
-        _launch_update(out, x3, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)
-    else:
-        out = torch.ops.aiter_lite.causal_conv1d_update(x3, conv_state, weight, bias, use_silu,
-                                                        cache_seqlens, conv_state_indices)
+    if use_direct_call():  # x stays 2-D or 3-D: _launch_update reads a 2-D x as seqlen 1 (no view ops)
+        out = torch.empty_like(x)
+        _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)
+        return out
+    squeeze = x.dim() == 2
+    out = torch.ops.aiter_lite.causal_conv1d_update(x.unsqueeze(-1) if squeeze else x, conv_state, weight, bias,
+                                                    use_silu, cache_seqlens, conv_state_indices)
     return out.squeeze(-1) if squeeze else out
 
 
