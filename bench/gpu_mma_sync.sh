@@ -9,16 +9,8 @@
 #   usage (H100, repo root): bash bench/gpu_mma_sync.sh
 # Everything also lands in $OUT (default /tmp/out): build.txt, pytest_matmul.txt, tf32_round_rate.txt,
 # mma_sync_16.json / mma_sync_tf32.json (bench_matmul.py records) and their logs.
-set -uo pipefail
-OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export AITER_LITE_CACHE_DIR="${AITER_LITE_CACHE_DIR:-/tmp/aiter_lite_cache}" AITER_LITE_LOCK_DIR=/tmp/aiter_lite_locks
-t0=$SECONDS
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
-
-echo "== cold build of module_matmul"
-( /usr/bin/time -f "module_matmul cold build %e s" python3 -m aiter_lite -q build module_matmul --backend cuda ) 2>&1 \
-  | tail -3 | tee "$OUT/build.txt"
+source "$(dirname "$0")/gpu_prelude.sh"
+cold_build_matmul
 
 echo "== matmul GPU tests (t=$((SECONDS - t0)) s)"
 timeout 170 python3 -m pytest -q -m gpu tests/test_gpu_matmul.py -x -p no:cacheprovider 2>&1 \

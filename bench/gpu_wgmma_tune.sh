@@ -7,16 +7,8 @@
 #   usage (H100, repo root): bash bench/gpu_wgmma_tune.sh [extra bench_matmul.py args]
 # Everything also lands in $OUT (default /tmp/out): build.txt, pytest_wgmma_*.txt, wgmma_tune.json,
 # bench_wgmma_tune.txt.
-set -uo pipefail
-OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export AITER_LITE_CACHE_DIR="${AITER_LITE_CACHE_DIR:-/tmp/aiter_lite_cache}" AITER_LITE_LOCK_DIR=/tmp/aiter_lite_locks
-t0=$SECONDS
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
-
-echo "== cold build of module_matmul"
-( /usr/bin/time -f "module_matmul cold build %e s" python3 -m aiter_lite -q build module_matmul --backend cuda ) 2>&1 \
-  | tail -3 | tee "$OUT/build.txt"
+source "$(dirname "$0")/gpu_prelude.sh"
+cold_build_matmul
 
 echo "== wgmma tests: every config on the existing cases (t=$((SECONDS - t0)) s)"
 timeout 160 python3 -m pytest -q -m gpu tests/test_gpu_matmul_wgmma.py -x -p no:cacheprovider \

@@ -1,0 +1,17 @@
+# Sourced by the bench/gpu_*.sh device scripts (run from the repo root): $OUT (default /tmp/out), the
+# environment (unbuffered Python, the repo on PYTHONPATH, cache and lock dirs under /tmp), t0 for
+# elapsed-time labels, the device line in $OUT/env.txt, and cold_build_matmul.
+set -uo pipefail
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export AITER_LITE_CACHE_DIR="${AITER_LITE_CACHE_DIR:-/tmp/aiter_lite_cache}" AITER_LITE_LOCK_DIR=/tmp/aiter_lite_locks
+t0=$SECONDS
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
+
+# module_matmul built from scratch (the cache entry cleared first), its time in $OUT/build.txt.
+cold_build_matmul() {
+  echo "== cold build of module_matmul"
+  python3 -m aiter_lite -q clear module_matmul >/dev/null 2>&1
+  ( /usr/bin/time -f "module_matmul cold build %e s" python3 -m aiter_lite -q build module_matmul --backend cuda ) \
+    2>&1 | tail -3 | tee "$OUT/build.txt"
+}
