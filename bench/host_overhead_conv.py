@@ -94,7 +94,8 @@ def main(argv=None) -> int:
     calls["(update) _launch_update"] = lambda: conv._launch_update(uout, x3, state, w, b, True, None, None)
     pieces = {  # the Python path's parts, no launch
         "(update) _well_formed_update": lambda: conv._well_formed_update(x_step, state, w, b, None, None),
-        "(update) _dense_apart": lambda: conv._dense_apart(state, (x3, w, b)),
+        "(update) check_no_alias of conv_state": lambda: _common.check_no_alias(
+            "conv_state", state, (("x", x3), ("weight", w), ("bias", b))),
         "(update) unsqueeze + empty_like + squeeze": lambda: torch.empty_like(x_step.unsqueeze(-1)).squeeze(-1),
         "_well_formed_fwd": lambda: conv._well_formed_fwd(out, x, w, b, True, "auto"),
         "check_no_alias": lambda: _common.check_no_alias("out", out, (("x", x), ("weight", w), ("bias", b))),

@@ -65,12 +65,31 @@ def _extent(t: torch.Tensor) -> tuple[int, int]:
     return start, start + (span + 1) * t.element_size()
 
 
+def _dense_and_apart(out: torch.Tensor, inputs) -> bool:
+    """True when out and every input (pairs of (name, tensor or None)) are contiguous and their byte
+    ranges are disjoint; False means: compare the storages and extents."""
+    if not out.is_contiguous():
+        return False
+    p = out.data_ptr()
+    n = out.numel() * out.element_size()
+    for _, t in inputs:
+        if t is None:
+            continue
+        if not t.is_contiguous():
+            return False
+        q = t.data_ptr()
+        if p < q + t.numel() * t.element_size() and q < p + n:
+            return False
+    return True
+
+
 def check_no_alias(out_name: str, out: torch.Tensor, inputs) -> None:
     """out must not overlap any input (pairs of (name, tensor or None)), nor itself (an expanded tensor).
 
-    Tensors on different storages cannot overlap, so the byte ranges are compared only for inputs
-    that share out's storage (cheap on the hot path)."""
-    if out.numel() == 0:
+    Dense tensors overlap exactly when their byte ranges do, so when out and every input are
+    contiguous integer range tests decide (the hot path); otherwise only inputs that share out's
+    storage have their byte extents compared."""
+    if out.numel() == 0 or _dense_and_apart(out, inputs):
         return
     if not out.is_contiguous() and torch._debug_has_internal_overlap(out) == 1:
         raise ValueError(f"{out_name} has internally overlapping memory (e.g. an expanded tensor); "
