@@ -288,6 +288,21 @@ __device__ __forceinline__ void wgmma_producer(const CUtensorMap* tmap_a, const 
 
 // Releases a stage: lane r < kCluster of each consumer warp arrives on the stage's "empty" barrier
 // of CTA r (every CTA of the cluster refills this CTA's copy of the stage, so each must hear).
+// Thread 0 at kernel start: prefetch both tensor maps and initialize the stage ring's barriers:
+// "full" completes on the producer's arrive.expect_tx (the bytes do the rest), "empty" once every
+// consumer warp of the cluster has released the stage (wgmma_release). Callers sync before use.
+template <class Traits>
+__device__ __forceinline__ void wgmma_init_ring(uint32_t smem, const CUtensorMap* tmap_a, const CUtensorMap* tmap_b) {
+  sm90::prefetch_tensormap(tmap_a);
+  sm90::prefetch_tensormap(tmap_b);
+  const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * Traits::kStages;
+  for (int s = 0; s < Traits::kStages; ++s) {
+    sm90::mbar_init(full0 + 8 * s, 1);
+    sm90::mbar_init(empty0 + 8 * s, 4 * Traits::kConsumers * Traits::kCluster);
+  }
+  sm90::fence_mbarrier_init();
+}
+
 template <class Traits>
 __device__ __forceinline__ void wgmma_release(uint32_t empty_bar, int lane) {
   if constexpr (Traits::kCluster == 1) {
@@ -603,19 +618,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // The runtime does not promise 1024-byte alignment of dynamic shared memory: align by hand (the
   // config's shared-memory size includes the slack).
   const uint32_t smem = (sm90::smem_u32(matmul_wgmma_smem) + 1023u) & ~1023u;
-  constexpr int kStages = Traits::kStages, kCluster = Traits::kCluster, kClusterSize = Traits::kClusterSize;
+  constexpr int kCluster = Traits::kCluster, kClusterSize = Traits::kClusterSize;
   const int warpgroup = threadIdx.x / 128;
 
-  if (threadIdx.x == 0) {
-    sm90::prefetch_tensormap(&tmap_a);
-    sm90::prefetch_tensormap(&tmap_b);
-    const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
-    for (int s = 0; s < kStages; ++s) {
-      sm90::mbar_init(full0 + 8 * s, 1);  // the producer's arrive.expect_tx; the bytes do the rest
-      sm90::mbar_init(empty0 + 8 * s, 4 * Traits::kConsumers * kCluster);  // every consumer warp of the cluster
-    }
-    sm90::fence_mbarrier_init();
-  }
+  if (threadIdx.x == 0) wgmma_init_ring<Traits>(smem, &tmap_a, &tmap_b);
   // No copy may signal a barrier (ours or, multicast, the peer's) before both CTAs initialized theirs.
   // (A split-K cluster touches its peers only after the first cluster_sync of wgmma_consumer_split.)
   if constexpr (kCluster > 1) {

@@ -310,19 +310,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) unsigned char matmul_wgmma_tf32_smem[];
   const uint32_t smem = (sm90::smem_u32(matmul_wgmma_tf32_smem) + 1023u) & ~1023u;  // see matmul_wgmma.cuh
-  constexpr int kStages = Traits::kStages;
   const int warpgroup = threadIdx.x / 128;
 
-  if (threadIdx.x == 0) {
-    sm90::prefetch_tensormap(&tmap_a);
-    sm90::prefetch_tensormap(&tmap_b);
-    const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
-    for (int s = 0; s < kStages; ++s) {
-      sm90::mbar_init(full0 + 8 * s, 1);                            // the producer's arrive.expect_tx
-      sm90::mbar_init(empty0 + 8 * s, 4 * Traits::kConsumers);      // every consumer warp
-    }
-    sm90::fence_mbarrier_init();
-  }
+  if (threadIdx.x == 0) wgmma_init_ring<Traits>(smem, &tmap_a, &tmap_b);  // kCluster is 1 here
   __syncthreads();
 
   const int32_t first_unit = static_cast<int32_t>(blockIdx.x);
