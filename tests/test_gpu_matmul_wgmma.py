@@ -183,11 +183,11 @@ def test_auto_on_contiguous_operands(b_layout, shape, mode, gen):
 @needs_sm90
 @pytest.mark.parametrize("b_layout", ["pad8", "t8"])
 @pytest.mark.parametrize("shape", [(257, 383, 1000), (64, 256, 96), (1, 7, 129), (512, 768, 256),
-                                   (1100, 1000, 1024), (4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
+                                   (1100, 1200, 1024), (4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("index", [c.index for c in _wgmma_configs()])
 def test_every_config(index, shape, b_layout, gen):
     """Each wgmma config in each B layout: tails on all sides (257 x 383 x 1000), exact tiles (512 x
-    768 x 256), an odd number of tile rows for the 2-CTA cluster (1100), and more tiles than CTAs
+    768 x 256), odd numbers of tile rows and columns for the clusters (1100 x 1200), and more tiles than CTAs
     (4096 x 4096: the persistent loop runs several tiles per CTA, the ring wraps many times)."""
     m, n, k = shape
     for mode in DTYPES:
@@ -361,24 +361,37 @@ def test_fallbacks(case, expect, gen):
 def test_default_config_matches_python_mirror(gen):
     """config=-1 on the wgmma path (wgmma_choose_config) agrees with aiter_lite.tuning.matmul_configs,
     on the issue's shapes and a few more (the choice weighs K: split-K configs)."""
-    from aiter_lite.tuning.matmul_configs import default_config
+    from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS, b_rows_off_sector, default_config
 
-    from aiter_lite.ops.matmul import matmul_plan
+    from aiter_lite.ops.matmul import matmul_cluster_slots, matmul_plan
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    slots = {size: matmul_cluster_slots(size) for size in (2, 4)}
+    assert slots[2] > 0 and slots[4] > 0 and slots[4] <= sms // 4, slots
+    # B lines off the sector grid (N-major B with n = 3000, 5000: rows of 6000 and 10000 bytes;
+    # K-major b = w.t() with k = 3000) bring in the 2 x 2 clusters where M > 256; A's lines do not.
     shapes = ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000),
               (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096), (16, 4096, 64),
-              (1000, 1000, 1000), (1, 4096, 4096), (512, 4096, 4096), (64, 64, 64))
-    for m, n, k in shapes:
-        a = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.empty(k, n, device="cuda", dtype=torch.bfloat16)
-        kernel, cfg = matmul_plan(a, b).split()
-        assert kernel == "wgmma"
-        assert int(cfg) == default_config("wgmma_16", m, n, 1, sms, k=k), (m, n, k)
+              (1000, 1000, 1000), (1, 4096, 4096), (512, 4096, 4096), (64, 64, 64), (5000, 5000, 5000),
+              (3000, 3000, 4096), (4096, 4096, 3000), (128, 3000, 8192), (2000, 2000, 2000))
+    for b_layout in ("n", "t"):
+        for m, n, k in shapes:
+            a = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
+            b = torch.empty(k, n, device="cuda", dtype=torch.bfloat16) if b_layout == "n" else \
+                torch.empty(n, k, device="cuda", dtype=torch.bfloat16).t()
+            kernel, cfg = matmul_plan(a, b).split()
+            assert kernel == "wgmma"
+            lines, line_stride = (k, b.stride(0)) if b_layout == "n" else (n, b.stride(1))
+            off = b_rows_off_sector(m, lines, line_stride)
+            assert off == (m > 256 and (n if b_layout == "n" else k) % 16 == 8), (m, n, k, b_layout)
+            want = default_config("wgmma_16", m, n, 1, sms, k=k, b_rows_off_sector=off, cluster_slots=slots)
+            assert int(cfg) == want, (m, n, k, b_layout)
+            if off:
+                assert MATMUL_CONFIGS[want].cluster_m * MATMUL_CONFIGS[want].cluster_n > 1, (m, n, k, b_layout)
     a = torch.empty(3, 100, 264, device="cuda", dtype=torch.bfloat16)
     b = torch.empty(264, 520, device="cuda", dtype=torch.bfloat16)
     kernel, cfg = matmul_plan(a, b).split()
-    assert int(cfg) == default_config("wgmma_16", 100, 520, 3, sms, k=264)
+    assert int(cfg) == default_config("wgmma_16", 100, 520, 3, sms, k=264, cluster_slots=slots)
 
 
 @needs_sm90

@@ -15,11 +15,11 @@ HEADER = Path(__file__).resolve().parent.parent / "csrc" / "include" / "matmul_c
 CPP_PATHS = {"kSimt": "simt", "kTensorCore16": "tensor_core_16", "kTensorCoreTf32": "tensor_core_tf32",
              "kWgmma16": "wgmma_16", "kWgmmaTf32": "wgmma_tf32"}
 
-# {path, bm, bn, bk, warps_m, warps_n, stages[, cluster_m[, split_k[, epilogue_overlap]]]}: the
-# optional fields default to 1, 1 and 0.
+# {path, bm, bn, bk, warps_m, warps_n, stages[, cluster_m[, split_k[, epilogue_overlap[, cluster_n]]]]}:
+# the optional fields default to 1, 1, 0 and 1.
 ENTRY = re.compile(r"/\*\s*(\d+)\s*\*/\s*\{\s*MatmulPath::(\w+)\s*,"
                    r"\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*"
-                   r"(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\}\s*,")
+                   r"(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\}\s*,")
 DEFAULT = re.compile(r"/\*\s*(\w+)\s*\*/\s*(-?\d+)\s*,")
 
 
@@ -49,9 +49,10 @@ def header_configs(header_text):
         assert m, f"table line not in the one-entry-per-line form: {line!r}"
         idx, path, *nums = m.groups()
         assert path in CPP_PATHS, f"unknown MatmulPath {path} in {line!r}"
-        nums[-3] = nums[-3] or "1"  # cluster_m's default
-        nums[-2] = nums[-2] or "1"  # split_k's default
-        nums[-1] = nums[-1] or "0"  # epilogue_overlap's default
+        nums[-4] = nums[-4] or "1"  # cluster_m's default
+        nums[-3] = nums[-3] or "1"  # split_k's default
+        nums[-2] = nums[-2] or "0"  # epilogue_overlap's default
+        nums[-1] = nums[-1] or "1"  # cluster_n's default
         entries.append((int(idx), CPP_PATHS[path], *map(int, nums)))
     return entries
 
@@ -132,8 +133,11 @@ def test_wgmma_constraints(cfg):
     assert cfg.bk == 64, "one 128-byte swizzle row of 16-bit elements"
     assert cfg.bm % consumers == 0 and (cfg.bm // consumers) in (64, 128)
     assert cfg.bn in (64, 128, 192, 256) and cfg.bm <= 256
-    assert cfg.cluster_m in (1, 2) and (cfg.bn // 64) % cfg.cluster_m == 0
-    assert cfg.split_k in (1, 2, 4) and (cfg.cluster_m == 1 or cfg.split_k == 1), "a cluster splits M or K"
+    assert cfg.cluster_m in (1, 2) and cfg.cluster_n in (1, 2)
+    # Each CTA of a multicast cluster loads whole 1024-byte swizzle atoms (8 rows of 128 bytes).
+    assert (cfg.bn // cfg.cluster_m) % 8 == 0 and (cfg.bm // cfg.cluster_n) % 8 == 0
+    assert cfg.split_k in (1, 2, 4)
+    assert cfg.cluster_m * cfg.cluster_n == 1 or cfg.split_k == 1, "a cluster splits M and N, or K"
     assert 0 <= cfg.epilogue_overlap <= cfg.bn // 64
     if cfg.epilogue_overlap:  # wgmma_consumer_overlap: persistent, one m64 block per consumer
         assert cfg.split_k == 1 and cfg.bm // consumers == 64
@@ -179,7 +183,7 @@ def test_wgmma_tf32_default_config_by_waves():
 
 
 def test_other_paths_have_cluster_1():
-    assert all(c.cluster_m == 1 and c.split_k == 1 and c.epilogue_overlap == 0
+    assert all(c.cluster_m == 1 and c.cluster_n == 1 and c.split_k == 1 and c.epilogue_overlap == 0
                for c in MATMUL_CONFIGS if c.path != "wgmma_16")
 
 

@@ -25,12 +25,21 @@ def test_aligned_rows_are_never_repacked(hopper):
     assert not should_repack(a, 2.0 * 3008 ** 3, hopper)
 
 
-def test_hopper_repacks_large_rows_off_128_bytes_only():
-    a = torch.empty(3000, 3000, dtype=torch.bfloat16)  # 6000-byte rows: 16-byte but not 128-byte aligned
+def test_hopper_repacks_large_fp32_rows_off_128_bytes_only():
+    a = torch.empty(3000, 3000, dtype=torch.float32)  # 12000-byte rows: 16-byte but not 128-byte aligned
     assert should_repack(a, 2.0 * 3000 ** 3, hopper=True)
     assert not should_repack(a, 2.0 * 3000 ** 3, hopper=False)  # cp.async only needs 16 bytes
-    small = torch.empty(100, 100, dtype=torch.bfloat16)
+    small = torch.empty(100, 100, dtype=torch.float32)
     assert not should_repack(small, 2.0 * 100 ** 3, hopper=True)  # the copy would cost more than it saves
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_hopper_keeps_16_bit_rows_off_128_bytes(dtype):
+    """The 16-bit wgmma kernel runs such rows itself (2 x 2 multicast clusters where B's rows are off
+    the sector grid), faster than a copy would make it."""
+    a = torch.empty(3000, 3000, dtype=dtype)  # 6000-byte rows
+    assert not should_repack(a, 2.0 * 3000 ** 3, hopper=True)
+    assert should_repack(torch.empty(4096, 4095, dtype=dtype), 2.0 * 4096 ** 2 * 4095, hopper=True)
 
 
 def test_rows_off_16_bytes_are_repacked_on_any_gpu_when_large():

@@ -169,6 +169,16 @@ def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = 
                         VARIANTS[variant], config)
 
 
+def matmul_cluster_slots(size: int, device: Optional[torch.device] = None) -> int:
+    """How many clusters of `size` CTAs (1, 2, 4 or 8), each with an SM's worth of shared memory, the
+    GPU keeps resident at once: the slots the Hopper planner counts waves in (an H100: 132, 66, 30,
+    15). 0 where there are no clusters. For the planner's Python mirror and its tests."""
+    device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    probe = torch.empty(0, device=device)
+    with on_device(probe):
+        return int(get_module(MODULE, backend_of(probe)).cluster_slots(size))
+
+
 def matmul_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Reference in float64 (returns float64)."""
     return torch.matmul(a.double(), b.double())

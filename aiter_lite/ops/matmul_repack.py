@@ -4,9 +4,11 @@ The tensor-core kernels load an operand along its unit-stride dim in 16-byte pie
 sm_80, TMA boxes of 128-byte rows on sm_90). Two row strides hurt:
 - not a multiple of 16 bytes (e.g. a contiguous fp16 [M, K] with K % 8 != 0): those kernels cannot
   run at all and the call falls back to the SIMT kernel, an order of magnitude slower;
-- on Hopper, not a multiple of 128 bytes (e.g. K = 3000 in fp16: 6000-byte rows): every 128-byte TMA
-  row straddles two 128-byte lines, and the wgmma kernel ran at 0.51x its speed with aligned rows
-  (3000^3 vs 3008^3 bf16 on an H100: 359 vs 700 TFLOP/s).
+- on Hopper, fp32 (the tf32 wgmma kernel) with rows not a multiple of 128 bytes: every 128-byte TMA
+  row straddles two 128-byte lines. (fp16/bf16 are not repacked for that any more: such rows cost the
+  16-bit wgmma kernel only where B's rows start at odd multiples of 16 bytes, and there its planner
+  runs 2 x 2 multicast clusters, which measured faster than repacking: 3000^3 bf16 on an H100 0.86x
+  cuBLAS against 0.74x; see wgmma_b_rows_off_sector in csrc/kernels/matmul.cu.)
 For large enough problems such an operand is copied first into a buffer whose rows are padded to a
 multiple of 128 bytes (same orientation, same values; the padding is never read). The copy costs one
 read and one write of the operand, so it is made only when the model below says the matmul gains at
@@ -51,12 +53,13 @@ def _wants_128(device_index: int) -> bool:
 
 
 def should_repack(t: torch.Tensor, flops: float, hopper: bool) -> bool:
-    """Whether copying t to 128-byte aligned rows pays for a matmul of `flops` (2*M*N*K*batch)."""
+    """Whether copying t to 128-byte aligned rows pays for a matmul of `flops` (2*M*N*K*batch): rows
+    off 16 bytes anywhere, fp32 rows off 128 bytes on Hopper."""
     stride = row_stride(t)
     if stride is None:
         return False
     stride_bytes = stride * t.element_size()
-    if stride_bytes % (ALIGN_BYTES if hopper else 16) == 0:
+    if stride_bytes % (ALIGN_BYTES if hopper and t.element_size() == 4 else 16) == 0:
         return False
     copy_s = 2 * t.numel() * t.element_size() / _COPY_BYTES_PER_S + _COPY_LAUNCH_S
     gain_s = flops / _TENSOR_FLOPS * _MISALIGNED_SLOWDOWN

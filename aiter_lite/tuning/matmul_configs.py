@@ -6,10 +6,10 @@ it must belong to the path the call runs (see path_for), else the kernel raises 
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Mapping, NamedTuple, Optional
 
 __all__ = ["MatmulTileConfig", "MATMUL_CONFIGS", "DEFAULT_CONFIG", "PATHS", "WGMMA_PATHS", "SIMT_SMEM_PAD", "WGMMA_SMEM_EXTRA",
-           "WGMMA_EPILOGUE_BYTES_PER_WARP", "configs_for", "default_config", "path_for"]
+           "WGMMA_EPILOGUE_BYTES_PER_WARP", "b_rows_off_sector", "configs_for", "default_config", "path_for"]
 
 # MatmulPath values of the header, in order:
 #   simt             register-blocked FFMA kernel (strict fp32; any dtype with variant="tiled")
@@ -51,6 +51,7 @@ class MatmulTileConfig(NamedTuple):
     cluster_m: int = 1  # wgmma_16 only: CTAs per cluster along M (TMA multicast of B)
     split_k: int = 1    # wgmma_16 only: CTAs per cluster along K (split-K over one tile)
     epilogue_overlap: int = 0  # wgmma_16 only: 64-column pieces per warp whose stores wait for the next tile
+    cluster_n: int = 1  # wgmma_16 only: CTAs per cluster along N (TMA multicast of A)
 
     @classmethod
     def candidate(cls, path: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
@@ -132,6 +133,10 @@ MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
     MatmulTileConfig(24, _WTF, 128, 128, 32, 8, 1, 6),  # 2 consumers x 64 x 128, 194 KB: medium grids
     MatmulTileConfig(25, _WTF, 192, 128, 32, 8, 1, 5),  # 2 consumers x 64 x 192, 202 KB: waves (3000^3)
     MatmulTileConfig(26, _WTF, 128, 64, 32, 4, 1, 8),   # 1 consumer 64 x 128, 194 KB: small grids
+    MatmulTileConfig(27, _W, 128, 256, 64, 8, 1, 4, 2, 1, 0, 2),  # as 14 in 2 x 2 clusters (both operands multicast)
+    MatmulTileConfig(28, _W, 128, 192, 64, 8, 1, 5, 2, 1, 0, 2),  # as 17 in 2 x 2 clusters
+    MatmulTileConfig(29, _W, 128, 256, 64, 8, 1, 4, 2, 1, 2, 2),  # as 21 in 2 x 2 clusters
+    MatmulTileConfig(30, _W, 128, 128, 64, 8, 1, 6, 2, 1, 0, 2),  # as 15 in 2 x 2 clusters
 )
 
 # Default config per path (kMatmulDefaultConfig): the fastest at 4096^3 and 8192^3 on an H100
@@ -191,10 +196,12 @@ def _wgmma_tf32_default(fits, m: int, n: int, k: int, batch: int, sm_count: int)
     return min(fits, key=lambda c: (cost(c), c.index)).index
 
 
-def _wgmma_rate(c: MatmulTileConfig) -> float:
+def _wgmma_rate(c: MatmulTileConfig, b_rows_off_sector: bool = False) -> float:
     """wgmma_config_rate in matmul.cu: relative per-SM throughput of a wgmma config, from the H100
     per-config sweep (128x256 with 2 deferred pieces 1.06, 128x256 1.0 with or without the cluster,
-    128x192 0.98 (0.93 with a deferred piece), 128x128 0.89, 128x64 0.58, 64x64 0.39; split-K x 0.6)."""
+    128x192 0.98 (0.93 with a deferred piece), 128x128 0.89, 128x64 0.58, 64x64 0.39; split-K x 0.6).
+    With B rows off the 32-byte sector grid only 2 x 2 clusters keep it; 2-CTA clusters x 0.88,
+    single CTAs x 0.53."""
     area = c.bm * c.bn
     if area >= 128 * 256:
         rate = 1.06 if c.epilogue_overlap >= 2 else 1.0
@@ -202,41 +209,67 @@ def _wgmma_rate(c: MatmulTileConfig) -> float:
         rate = 0.93 if c.epilogue_overlap >= 1 else 0.98
     else:
         rate = 0.89 if area >= 128 * 128 else 0.58 if area >= 128 * 64 else 0.39
-    return rate * 0.6 if c.split_k > 1 else rate
+    if c.split_k > 1:
+        rate *= 0.6
+    if b_rows_off_sector:
+        multicast = c.cluster_m * c.cluster_n
+        rate *= 1.0 if multicast >= 4 else 0.88 if multicast == 2 else 0.53
+    return rate
 
 
 # kWgmmaSplitKOverhead in matmul.cu: a split-K cluster's fixed cost per wave, in output elements x k-tiles.
 WGMMA_SPLIT_K_OVERHEAD = 2.0 * 128 * 256
 
 
-def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int) -> int:
+def b_rows_off_sector(m: int, lines: int, line_stride: int) -> bool:
+    """wgmma_b_rows_off_sector in matmul.cu: B's lines (rows of an N-major B: lines = K; columns of a
+    K-major B: lines = N) start at odd multiples of 16 bytes (16-bit elements; line stride = 8 mod
+    16), which single CTAs load at about half speed on an H100; only for M > 256."""
+    return m > 256 and lines > 1 and line_stride % 16 == 8
+
+
+def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_sector: bool,
+                   cluster_slots: Optional[Mapping[int, int]]) -> int:
     """wgmma_choose_config in matmul.cu, operation for operation: the config whose waves of work units
-    finish first. units: tiles (pairs for a 2-CTA M cluster); slots: sm_count / (cluster_m * split_k);
-    a unit costs BM * BN * ceil(k_tiles / split_k) / rate (+ WGMMA_SPLIT_K_OVERHEAD under split-K);
-    cost = ceil(units / slots) * that; ties go to the lower index."""
+    finish first. units: tiles (a multicast cluster's tiles count as one unit); slots: clusters of
+    cluster_m * cluster_n * split_k CTAs that fit at once (cluster_slots[size]; by default
+    sm_count // size); a unit costs BM * BN * ceil(k_tiles / split_k) / rate (+ WGMMA_SPLIT_K_OVERHEAD
+    under split-K); cost = ceil(units / slots) * that; ties go to the lower index. The 2 x 2 clusters
+    (cluster_n > 1) compete only when B's rows are off the sector grid."""
+    def slots_of(size):
+        if size == 1:
+            return sm_count
+        return cluster_slots[size] if cluster_slots and size in cluster_slots else sm_count // size
+
     def cost(c):
-        units = -(-(-(-m // c.bm)) // c.cluster_m) * -(-n // c.bn) * batch
-        slots = max(1, sm_count // (c.cluster_m * c.split_k))
+        units = -(-(-(-m // c.bm)) // c.cluster_m) * -(-(-(-n // c.bn)) // c.cluster_n) * batch
+        slots = max(1, slots_of(c.cluster_m * c.cluster_n * c.split_k))
         k_unit = -(-(-(-k // c.bk)) // c.split_k)
-        per_unit = float(c.bm * c.bn * k_unit) / _wgmma_rate(c) + (WGMMA_SPLIT_K_OVERHEAD if c.split_k > 1 else 0.0)
+        per_unit = (float(c.bm * c.bn * k_unit) / _wgmma_rate(c, off_sector)
+                    + (WGMMA_SPLIT_K_OVERHEAD if c.split_k > 1 else 0.0))
         return float(-(-units // slots)) * per_unit
-    return min(fits, key=lambda c: (cost(c), c.index)).index
+    candidates = [c for c in fits if off_sector or c.cluster_n == 1]
+    return min(candidates, key=lambda c: (cost(c), c.index)).index
 
 
 def default_config(path: str, m: int, n: int, batch: int = 1, sm_count: int = 132,
-                   max_smem_per_block: int = 227 * 1024, k: int = 4096) -> int:
+                   max_smem_per_block: int = 227 * 1024, k: int = 4096, b_rows_off_sector: bool = False,
+                   cluster_slots: Optional[Mapping[int, int]] = None) -> int:
     """What config=-1 picks (resolve_config in csrc/kernels/matmul.cu): the path's default; its
     smallest tile when the default would give fewer than sm_count / 2 blocks; its largest tile that
     fits when the default needs more shared memory than the device allows per block (the opt-in
     limit: 227 KB on H100, 163 KB on A100, 99 KB on sm_86/sm_89). wgmma_16 chooses by predicted
     waves instead (wgmma_choose_config), which also weighs K (its split-K configs), and so does
-    wgmma_tf32 (wgmma_tf32_choose_config); the other paths ignore k."""
+    wgmma_tf32 (wgmma_tf32_choose_config); the other paths ignore k. wgmma_16 also takes whether B's
+    lines are off the sector grid (b_rows_off_sector(...)) and how many clusters of 2 and 4 CTAs the
+    GPU holds at once ({size: clusters}, as the module's cluster_slots reports; an H100 holds 66 and
+    30; by default sm_count // size)."""
     eb = _elem_bytes(path)
     fits = [c for c in configs_for(path) if c.smem_bytes(eb) <= max_smem_per_block]
     if not fits:
         raise ValueError(f"no {path} config fits in {max_smem_per_block} bytes of shared memory")
     if path == _W:
-        return _wgmma_default(fits, m, n, k, batch, sm_count)
+        return _wgmma_default(fits, m, n, k, batch, sm_count, b_rows_off_sector, cluster_slots)
     if path == _WTF:
         return _wgmma_tf32_default(fits, m, n, k, batch, sm_count)
     default = MATMUL_CONFIGS[DEFAULT_CONFIG[path]]

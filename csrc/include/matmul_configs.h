@@ -29,6 +29,10 @@ namespace aiter_lite {
 //               leader adds the others' fp32 partials through distributed shared memory (BM x BN x 4
 //               bytes of extra shared memory per CTA) and stores the tile. Such configs launch one
 //               cluster per tile (not persistent); split_k > 1 needs cluster_m == 1.
+//               cluster_n = 2 does the same along N: horizontally adjacent tiles share the A tile,
+//               each CTA loads half of its rows and multicasts them. cluster_m = cluster_n = 2 runs
+//               2 x 2 clusters that multicast both operands (a quarter fewer loads per CTA than
+//               cluster_m = 2 alone; what rows that are not 128-byte aligned need, see matmul.md).
 //               epilogue_overlap = d > 0 (persistent configs): each consumer warp stages the last d
 //               64-column pieces of a finished tile in d 2 KB shared slots and stores them only after
 //               issuing the next tile's first two k-tiles, so those stores drain while the tensor
@@ -50,6 +54,7 @@ struct MatmulTileConfig {
   int32_t cluster_m = 1;      // kWgmma16 only: CTAs per cluster along M (1 or 2)
   int32_t split_k = 1;        // kWgmma16 only: CTAs per cluster along K (1, 2 or 4), see above
   int32_t epilogue_overlap = 0;  // kWgmma16 only: 64-column pieces per warp whose stores wait, see above
+  int32_t cluster_n = 1;      // kWgmma16 only: CTAs per cluster along N (1 or 2; multicast A), see above
 };
 
 // clang-format off
@@ -82,6 +87,10 @@ inline constexpr MatmulTileConfig kMatmulConfigs[] = {
     /* 24 */ {MatmulPath::kWgmmaTf32,      128, 128, 32, 8, 1, 6},  // 2 consumers x 64 x 128, 194 KB: medium grids
     /* 25 */ {MatmulPath::kWgmmaTf32,      192, 128, 32, 8, 1, 5},  // 2 consumers x 64 x 192, 202 KB: waves (3000^3)
     /* 26 */ {MatmulPath::kWgmmaTf32,      128,  64, 32, 4, 1, 8},  // 1 consumer 64 x 128, 194 KB: small grids
+    /* 27 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4, 2, 1, 0, 2},  // as 14 in 2 x 2 clusters (both operands multicast)
+    /* 28 */ {MatmulPath::kWgmma16,        128, 192, 64, 8, 1, 5, 2, 1, 0, 2},  // as 17 in 2 x 2 clusters
+    /* 29 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4, 2, 1, 2, 2},  // as 21 in 2 x 2 clusters
+    /* 30 */ {MatmulPath::kWgmma16,        128, 128, 64, 8, 1, 6, 2, 1, 0, 2},  // as 15 in 2 x 2 clusters
 };
 // END MATMUL CONFIG TABLE
 

@@ -37,4 +37,10 @@ void matmul(const MatmulParams& params, void* stream);
 // matmul(); launches nothing and touches no data.
 std::string matmul_plan(const MatmulParams& params);
 
+// Clusters of `size` CTAs (1, 2, 4 or 8), each holding an SM's worth of shared memory as the wgmma
+// kernels do, that the current GPU keeps resident at once: the slots the wgmma planner counts waves
+// in (an H100 holds 132 single CTAs, 66 pairs, but only 30 clusters of 4, since a cluster lives in
+// one GPC). 0 on the CPU backend and on GPUs without clusters.
+int32_t matmul_cluster_slots(int32_t size);
+
 }  // namespace aiter_lite

@@ -174,6 +174,54 @@ bool sm90_device() {
 
 bool wgmma_available(DType dtype) { return wgmma_built(dtype) && sm90_device(); }
 
+#if defined(AITER_LITE_CUDA)
+// Stands in for a wgmma kernel in the cluster occupancy query (cluster_slots): what limits
+// residency there is a whole SM's shared memory per CTA and the cluster's shape, not the code.
+__global__ void cluster_slots_probe_kernel() {}
+#endif
+
+// matmul_cluster_slots for the current device, read once per device and size (sizes 1, 2, 4, 8).
+int cluster_slots(int size) {
+  if (size != 1 && size != 2 && size != 4 && size != 8) invalid("cluster size must be 1, 2, 4 or 8");
+  if (size == 1) return sm_count();
+#if defined(AITER_LITE_CUDA)
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices][4] = {};  // by log2(size); 0: not read yet, -1: none
+  const int dev = current_device();
+  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
+  std::atomic<int>& slot = cache[dev][size == 2 ? 1 : size == 4 ? 2 : 3];
+  int v = slot.load(std::memory_order_relaxed);
+  if (v == 0) {
+    // 200 KB of dynamic shared memory: one CTA per SM, like every wgmma config (194-226 KB).
+    constexpr int kSmem = 200 * 1024;
+    v = -1;
+    if (sm90_device() &&
+        cudaFuncSetAttribute(cluster_slots_probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) ==
+            cudaSuccess) {
+      cudaLaunchConfig_t cfg{};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = static_cast<unsigned>(size);
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.gridDim = dim3(static_cast<unsigned>(sm_count() / size * size), 1, 1);
+      cfg.blockDim = dim3(384, 1, 1);
+      cfg.dynamicSmemBytes = kSmem;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, cluster_slots_probe_kernel, &cfg) == cudaSuccess && clusters > 0)
+        v = clusters;
+    }
+    (void)cudaGetLastError();  // a refused query leaves no sticky error behind
+    slot.store(v, std::memory_order_relaxed);
+  }
+  return v > 0 ? v : 0;
+#else
+  return 0;
+#endif
+}
+
 // The module holds the Hopper tf32 kernels (matmul_wgmma_tf32.cu, built for sm_90a only).
 bool wgmma_tf32_built() {
 #if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_TF32)
@@ -295,7 +343,13 @@ SlicePlan plan_tensor_core(const MatmulParams& p, int32_t requested) {
 // 0.93), 128 x 128 0.89, 128 x 64 0.58, 64 x 64 0.39. Split-K configs keep 0.6 of their tile's rate
 // (non-persistent clusters that fill their ring from cold and meet at barriers: measured 275 vs
 // 287 TFLOP/s for 128 x 64 at 128x8192x8192).
-double wgmma_config_rate(const MatmulTileConfig& c) {
+//
+// b_rows_off_sector: B's lines start at odd multiples of 16 bytes (wgmma_b_rows_off_sector). Then only
+// the 2 x 2 clusters keep that rate; 2-CTA clusters run at 0.88 of it and single CTAs at 0.53 (per-SM
+// TFLOP/s over full waves at 3000^3, 5000^3 and 3000x3000x4096 bf16, bench/gpu_wgmma_cluster.sh,
+// 2026-11-21: 2 x 2 clusters 128 x 256 about 640 on 120 SMs, 128 x 192 600, 128 x 128 570; the
+// 2-CTA cluster 615 on 132 SMs; 128 x 192 alone 370).
+double wgmma_config_rate(const MatmulTileConfig& c, bool b_rows_off_sector) {
   const int64_t area = int64_t{c.bm} * c.bn;
   double rate = area >= 128 * 256   ? (c.epilogue_overlap >= 2 ? 1.06 : 1.0)
                 : area >= 128 * 192 ? (c.epilogue_overlap >= 1 ? 0.93 : 0.98)
@@ -303,6 +357,10 @@ double wgmma_config_rate(const MatmulTileConfig& c) {
                 : area >= 128 * 64  ? 0.58
                                     : 0.39;
   if (c.split_k > 1) rate *= 0.6;
+  if (b_rows_off_sector) {
+    const int multicast = c.cluster_m * c.cluster_n;
+    rate *= multicast >= 4 ? 1.0 : multicast == 2 ? 0.88 : 0.53;
+  }
   return rate;
 }
 
@@ -312,25 +370,45 @@ double wgmma_config_rate(const MatmulTileConfig& c) {
 // reads its peers' partials.
 constexpr double kWgmmaSplitKOverhead = 2.0 * 128 * 256;
 
+// B whose lines (rows of N-major B, columns of K-major B: the TMA box rows) start at odd multiples of
+// 16 bytes (line stride = 8 mod 16 elements, e.g. 3000 fp16: 6000-byte lines): every other 128-byte
+// TMA row then begins in the middle of a 32-byte sector, and single CTAs ran at about half speed
+// (3000^3 bf16 on an H100: 359 TFLOP/s, 3008^3 700; K-major B the same, 355). The 2 x 2 clusters load
+// each B line once per two CTAs (and each A line once per two) and keep their speed, so the planner
+// turns to them. Measured on the H100 (2026-11-21, bench/gpu_wgmma_cluster.sh) and left out of the
+// rule: A lines at such offsets (4096x4096x3000: 1.01x cuBLAS as they are), B lines at 32-byte
+// multiples (2000^3, 4000-byte lines: 0.93x), and M <= 256, where B streams from memory with few
+// tile rows to share it (128x3000x8192: 128 x 64 tiles 0.86x cuBLAS, the 2 x 2 cluster 0.70x).
+bool wgmma_b_rows_off_sector(const MatmulParams& p, bool b_k_major) {
+  const int64_t lines = b_k_major ? p.n : p.k, stride = b_k_major ? p.b_col_stride : p.b_row_stride;
+  return p.m > 256 && lines > 1 && stride % 16 == 8;
+}
+
 // Config -1 on the wgmma path: the config (that fits the device) whose work is predicted to finish
-// first. Work units are tiles (pairs of tiles for a 2-CTA M cluster); a wave runs one unit per slot
-// (SM, or cluster of SMs: cluster_m x split_k of them); a unit costs BM x BN x its k-tiles
-// (ceil(k_tiles / split_k)) / rate, plus kWgmmaSplitKOverhead under split-K. Cost = waves x that;
-// ties go to the lower index. aiter_lite/tuning/matmul_configs.py (default_config) mirrors this,
-// operation for operation.
-int wgmma_choose_config(const MatmulParams& p) {
-  const int64_t sms = sm_count(), smem_limit = max_smem_per_block();
+// first. Work units are tiles (a multicast cluster's tiles count as one); a wave runs one unit per
+// slot (an SM, or a cluster of SMs: cluster_m x cluster_n x split_k of them, as many as
+// cluster_slots says fit); a unit costs BM x BN x its k-tiles (ceil(k_tiles / split_k)) / rate, plus
+// kWgmmaSplitKOverhead under split-K. Cost = waves x that; ties go to the lower index. The 2 x 2
+// clusters (cluster_n > 1) are only considered for B rows off the sector grid: elsewhere they were
+// slower in every measurement (4096^3 bf16 0.80x cuBLAS against 0.93x, 2048^3 0.57x against 0.97x:
+// 30 clusters of 4 leave 12 of 132 SMs idle). aiter_lite/tuning/matmul_configs.py (default_config)
+// mirrors this, operation for operation.
+int wgmma_choose_config(const MatmulParams& p, bool b_k_major) {
+  const int64_t smem_limit = max_smem_per_block();
+  const bool off_sector = wgmma_b_rows_off_sector(p, b_k_major);
   int best = -1;
   double best_cost = 0.0;
   for (int i = 0; i < kMatmulNumConfigs; ++i) {
     const MatmulTileConfig& c = kMatmulConfigs[i];
     if (c.path != MatmulPath::kWgmma16 || config_smem(c, p.dtype) > smem_limit) continue;
+    if (c.cluster_n > 1 && !off_sector) continue;
     const int64_t tiles_m = (p.m + c.bm - 1) / c.bm, tiles_n = (p.n + c.bn - 1) / c.bn;
-    const int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * tiles_n * p.batch;
-    const int64_t slots = std::max<int64_t>(1, sms / (int64_t{c.cluster_m} * c.split_k));
+    const int64_t units =
+        (tiles_m + c.cluster_m - 1) / c.cluster_m * ((tiles_n + c.cluster_n - 1) / c.cluster_n) * p.batch;
+    const int64_t slots = std::max<int64_t>(1, cluster_slots(c.cluster_m * c.cluster_n * c.split_k));
     const int64_t k_tiles = (p.k + c.bk - 1) / c.bk;
     const int64_t k_unit = (k_tiles + c.split_k - 1) / c.split_k;
-    const double per_unit = static_cast<double>(int64_t{c.bm} * c.bn * k_unit) / wgmma_config_rate(c) +
+    const double per_unit = static_cast<double>(int64_t{c.bm} * c.bn * k_unit) / wgmma_config_rate(c, off_sector) +
                             (c.split_k > 1 ? kWgmmaSplitKOverhead : 0.0);
     const double cost = static_cast<double>((units + slots - 1) / slots) * per_unit;
     if (best < 0 || cost < best_cost) {
@@ -350,7 +428,8 @@ SlicePlan plan_wgmma(const MatmulParams& p, bool probe) {
   const WgmmaBLayout b_layout = matmul_detail::wgmma_b_layout(p);
   // K >= 1: the kernel's accumulators are only ever written by wgmma (no k-tile, no zeros).
   if (p.k >= 1 && matmul_detail::wgmma_a_ok(p) && b_layout != WgmmaBLayout::kUnsupported) {
-    const int config = p.config >= 0 ? resolve_config(MatmulPath::kWgmma16, p.config, p) : wgmma_choose_config(p);
+    const int config = p.config >= 0 ? resolve_config(MatmulPath::kWgmma16, p.config, p)
+                                     : wgmma_choose_config(p, b_layout == WgmmaBLayout::kKMajor);
     const SlicePlan plan{SlicePlan::Kernel::kWgmma, config, true, b_layout == WgmmaBLayout::kKMajor};
     if (!probe) return plan;
     bool ok = false;
@@ -554,5 +633,7 @@ std::string matmul_plan(const MatmulParams& params) {
   const SlicePlan plan = plan_slice(s, path, /*probe=*/true);
   return std::string(kernel_name(plan.kernel)) + " " + std::to_string(plan.config);
 }
+
+int32_t matmul_cluster_slots(int32_t size) { return cluster_slots(size); }
 
 }  // namespace aiter_lite

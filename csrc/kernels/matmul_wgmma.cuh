@@ -99,8 +99,17 @@ struct WgmmaMatmulTraits {
   static constexpr bool kBKMajor = kBKMajor_;  // B contiguous along K (else along N)
   static constexpr int kBM = kCfg.bm, kBN = kCfg.bn, kBK = kCfg.bk, kStages = kCfg.stages;
   static constexpr int kCluster = kCfg.cluster_m;               // CTAs per cluster along M (multicast B)
+  static constexpr int kClusterN = kCfg.cluster_n;              // CTAs per cluster along N (multicast A)
   static constexpr int kSplitK = kCfg.split_k;                  // CTAs per cluster along K (split-K)
-  static constexpr int kClusterSize = kCluster * kSplitK;
+  static constexpr int kMulticastSize = kCluster * kClusterN;   // CTAs of a tile-sharing cluster
+  static constexpr int kClusterSize = kMulticastSize * kSplitK;
+  // CTAs whose copies write into this CTA's stages (itself, its M partner, its N partner): each of
+  // them must hear that a stage is empty before refilling it.
+  static constexpr int kStageWriters = kCluster + kClusterN - 1;
+  // N-major B under an M cluster: each CTA multicasts whole 64-column blocks when BN / 64 splits
+  // evenly, else half of the k rows of every block (BN = 192).
+  static constexpr bool kBSplitRows = !kBKMajor && kCluster > 1 && (kBN / 64) % kCluster != 0;
+  static constexpr int kARowsPerCta = kBM / kClusterN;         // rows of the A tile each CTA loads
   // 64-column pieces per consumer warp whose global stores wgmma_consumer_overlap defers into the
   // next tile's mainloop (0: wgmma_consumer); each waits in a 2 KB slot of the warp's epilogue buffer.
   static constexpr int kDeferredPieces = kCfg.epilogue_overlap;
@@ -141,9 +150,10 @@ struct WgmmaMatmulTraits {
   static_assert(kBN == 64 || kBN == 128 || kBN == 192 || kBN == 256, "wgmma wrappers exist for N = 64, 128, 192, 256");
   static_assert(kBM <= 256 && kBN <= 256, "a TMA box dim is at most 256");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs along M");
-  static_assert(kCluster == 1 || (kBN / 64) % kCluster == 0, "each CTA of a cluster multicasts whole column blocks");
+  static_assert(kClusterN == 1 || kClusterN == 2, "clusters of 1 or 2 CTAs along N");
+  static_assert((kBN / kCluster) % 8 == 0 && kARowsPerCta % 8 == 0, "each CTA multicasts whole 1024-byte swizzle atoms");
   static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4, "split-K over 1, 2 or 4 CTAs");
-  static_assert(kCluster == 1 || kSplitK == 1, "a cluster splits M or K, not both");
+  static_assert(kMulticastSize == 1 || kSplitK == 1, "a cluster splits M and N, or K");
   static_assert(kConsumers * kRedConsumerBytes == (kSplitK > 1 ? kBM * kBN * 4 : 0), "partial: BM x BN fp32");
   static_assert(kStages >= 2 && 2 * kStages * 8 <= 1024, "mbarriers fit their 1024 bytes");
   static_assert(kAStageBytes % 1024 == 0 && kBStageBytes % 1024 == 0, "stages start on swizzle atoms");
@@ -151,18 +161,18 @@ struct WgmmaMatmulTraits {
   static_assert(kDeferredPieces >= 0 && kDeferredPieces <= kBN / 64 && (kDeferredPieces == 0 || kSplitK == 1),
                 "deferred epilogue pieces: at most BN / 64, persistent configs only");
   static_assert(kBarOffset + 1024 + 1024 == kSmemBytes, "layout disagrees with matmul_config_smem_bytes");
-  static_assert(kCluster * kConsumers * 4 < (1 << 20), "arrival count");
+  static_assert(kStageWriters * kConsumers * 4 < (1 << 20), "arrival count");
 };
 
 // Kernel arguments besides the two tensor maps. Work units: total_units = batch * units_per_batch,
-// units_per_batch = units_m * tiles_n, units_m = ceil(tiles_m / kCluster).
+// units_per_batch = units_m * units_n, units_m = ceil(tiles_m / kCluster), units_n = ceil(tiles_n / kClusterN).
 template <typename T>
 struct WgmmaArgs {
   T* out;
   int64_t out_batch_stride, out_row_stride, out_col_stride;
   int32_t m, n, k;
   int32_t k_tiles;
-  int32_t tiles_n, units_m, units_per_batch, total_units;
+  int32_t units_n, units_m, units_per_batch, total_units;
   int32_t a_batched, b_batched;  // 1: the operand's tensor map has the batch dim; 0: broadcast (coordinate 0)
   bool out_vec;                  // out rows contiguous, row/batch strides multiples of 8, pointer 16-byte aligned
 };
@@ -172,9 +182,10 @@ struct WgmmaTile {
 };
 
 // The launch arguments both wgmma launchers (16-bit and tf32) fill the same way: units_m work-unit
-// rows (tiles_m, or tile pairs under an M cluster) x tiles_n per batch entry; out_vec is the caller's.
+// rows (tiles_m, or tile pairs under an M cluster) x units_n columns (tiles_n, or pairs under an N
+// cluster) per batch entry; out_vec is the caller's.
 template <typename T, typename Params>
-WgmmaArgs<T> make_wgmma_args(const Params& p, int32_t bk, int64_t tiles_n, int64_t units_m, int64_t units,
+WgmmaArgs<T> make_wgmma_args(const Params& p, int32_t bk, int64_t units_n, int64_t units_m, int64_t units,
                              bool a_batched, bool b_batched) {
   WgmmaArgs<T> args{};
   args.out = static_cast<T*>(p.out);
@@ -185,9 +196,9 @@ WgmmaArgs<T> make_wgmma_args(const Params& p, int32_t bk, int64_t tiles_n, int64
   args.n = static_cast<int32_t>(p.n);
   args.k = static_cast<int32_t>(p.k);
   args.k_tiles = static_cast<int32_t>((p.k + bk - 1) / bk);
-  args.tiles_n = static_cast<int32_t>(tiles_n);
+  args.units_n = static_cast<int32_t>(units_n);
   args.units_m = static_cast<int32_t>(units_m);
-  args.units_per_batch = static_cast<int32_t>(units_m * tiles_n);
+  args.units_per_batch = static_cast<int32_t>(units_m * units_n);
   args.total_units = static_cast<int32_t>(units);
   args.a_batched = a_batched ? 1 : 0;
   args.b_batched = b_batched ? 1 : 0;
@@ -199,18 +210,20 @@ WgmmaArgs<T> make_wgmma_args(const Params& p, int32_t bk, int64_t tiles_n, int64
 template <class Traits>
 __device__ __forceinline__ WgmmaTile wgmma_tile(int32_t unit, const WgmmaArgs<typename Traits::elem_t>& args,
                                                 uint32_t rank) {
-  if constexpr (Traits::kCluster == 1) rank = 0;
+  // Multicast clusters: rank = rank_m + kCluster * rank_n. Split-K CTAs share the unit's tile.
+  const int32_t rank_m = Traits::kCluster > 1 ? static_cast<int32_t>(rank % Traits::kCluster) : 0;
+  const int32_t rank_n = Traits::kClusterN > 1 ? static_cast<int32_t>(rank / Traits::kCluster) : 0;
   constexpr int32_t kGroupM = Traits::kGroupM;
   const int32_t z = unit / args.units_per_batch;
   const int32_t r = unit - z * args.units_per_batch;
-  const int32_t group_size = kGroupM * args.tiles_n;
+  const int32_t group_size = kGroupM * args.units_n;
   const int32_t group = r / group_size;
   const int32_t first_m = group * kGroupM;
   const int32_t group_m = min(args.units_m - first_m, kGroupM);
   const int32_t local = r - group * group_size;
   const int32_t um = first_m + local % group_m;
   const int32_t un = local / group_m;
-  return {(um * Traits::kCluster + static_cast<int32_t>(rank)) * Traits::kBM, un * Traits::kBN, z};
+  return {(um * Traits::kCluster + rank_m) * Traits::kBM, (un * Traits::kClusterN + rank_n) * Traits::kBN, z};
 }
 
 // The k-tiles [begin, end) of CTA `rank` of the cluster: all of them, or its share under split-K
@@ -236,11 +249,18 @@ __device__ __forceinline__ void wgmma_producer(const CUtensorMap* tmap_a, const 
                                                const WgmmaArgs<typename Traits::elem_t>& args, uint32_t smem,
                                                uint32_t rank, int32_t first_unit, int32_t unit_step) {
   constexpr int kStages = Traits::kStages, kBK = Traits::kBK, kCluster = Traits::kCluster;
+  constexpr int kClusterN = Traits::kClusterN;
   const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
   int stage = 0;
   uint32_t phase = 0;
   const WgmmaKRange range = wgmma_k_range<Traits>(args.k_tiles, rank);
-  const uint32_t rank_m = kCluster > 1 ? rank : 0u;  // which share of B this CTA multicasts
+  // Multicast clusters (rank = rank_m + kCluster * rank_n): this CTA loads share rank_m of the B
+  // tile for the CTAs of its column (same rank_n) and share rank_n of the A tile for those of its
+  // row (same rank_m).
+  const uint32_t rank_m = kCluster > 1 ? rank % kCluster : 0u;
+  const uint32_t rank_n = kClusterN > 1 ? rank / kCluster : 0u;
+  const uint16_t b_mask = static_cast<uint16_t>(((1u << kCluster) - 1) << (kCluster * rank_n));
+  const uint16_t a_mask = static_cast<uint16_t>(kCluster == 1 ? 3u : (5u << rank_m));  // kClusterN == 2
   for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step) {
     const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
     const int32_t za = tile.z * args.a_batched, zb = tile.z * args.b_batched;
@@ -252,16 +272,33 @@ __device__ __forceinline__ void wgmma_producer(const CUtensorMap* tmap_a, const 
       const int32_t k0 = kt * kBK;
       const uint32_t a_dst = smem + Traits::kAOffset + stage * Traits::kAStageBytes;
       const uint32_t b_dst = smem + Traits::kBOffset + stage * Traits::kBStageBytes;
-      sm90::tma_load_3d(a_dst, tmap_a, k0, tile.m0, za, full);
+      if constexpr (kClusterN == 1) {
+        sm90::tma_load_3d(a_dst, tmap_a, k0, tile.m0, za, full);
+      } else {
+        // Rows [rank_n * kARowsPerCta, +kARowsPerCta) of the A tile, for both CTAs of the row.
+        constexpr int kRows = Traits::kARowsPerCta;
+        sm90::tma_load_3d_multicast(a_dst + rank_n * kRows * Traits::kRowBytes, tmap_a, k0,
+                                    tile.m0 + static_cast<int32_t>(rank_n) * kRows, za, full, a_mask);
+      }
       if constexpr (Traits::kBKMajor) {
-        // [kBN rows of n][64 k]: CTA r of the cluster loads rows [r * kBN / kCluster, ...) for both.
+        // [kBN rows of n][64 k]: CTA r of the column loads rows [r * kBN / kCluster, ...) for both.
         constexpr int kRows = Traits::kBN / kCluster;
         const uint32_t dst = b_dst + rank_m * kRows * Traits::kRowBytes;
         if constexpr (kCluster == 1)
           sm90::tma_load_3d(dst, tmap_b, k0, tile.n0, zb, full);
         else
           sm90::tma_load_3d_multicast(dst, tmap_b, k0, tile.n0 + static_cast<int32_t>(rank_m) * kRows, zb, full,
-                                      static_cast<uint16_t>((1u << kCluster) - 1));
+                                      b_mask);
+      } else if constexpr (Traits::kBSplitRows) {
+        // kBN / 64 column blocks of [64 k rows][64 n]; CTA r loads k rows [r * 64 / kCluster, ...)
+        // of every block for both.
+        constexpr int kRows = 64 / kCluster;
+#pragma unroll
+        for (int block = 0; block < Traits::kBN / 64; ++block) {
+          const uint32_t dst = b_dst + block * Traits::kBColumnBlockBytes + rank_m * kRows * 128;
+          sm90::tma_load_3d_multicast(dst, tmap_b, tile.n0 + block * 64, k0 + static_cast<int32_t>(rank_m) * kRows,
+                                      zb, full, b_mask);
+        }
       } else {
         // kBN / 64 column blocks of [64 k rows][64 n]; CTA r loads its share of them for both.
         constexpr int kBlocks = Traits::kBN / 64 / kCluster;
@@ -272,8 +309,7 @@ __device__ __forceinline__ void wgmma_producer(const CUtensorMap* tmap_a, const 
           if constexpr (kCluster == 1)
             sm90::tma_load_3d(dst, tmap_b, tile.n0 + block * 64, k0, zb, full);
           else
-            sm90::tma_load_3d_multicast(dst, tmap_b, tile.n0 + block * 64, k0, zb, full,
-                                        static_cast<uint16_t>((1u << kCluster) - 1));
+            sm90::tma_load_3d_multicast(dst, tmap_b, tile.n0 + block * 64, k0, zb, full, b_mask);
         }
       }
       if (++stage == kStages) {
@@ -286,8 +322,9 @@ __device__ __forceinline__ void wgmma_producer(const CUtensorMap* tmap_a, const 
 
 // ---- consumers -------------------------------------------------------------------------------------
 
-// Releases a stage: lane r < kCluster of each consumer warp arrives on the stage's "empty" barrier
-// of CTA r (every CTA of the cluster refills this CTA's copy of the stage, so each must hear).
+// Releases a stage: lanes 0 .. kStageWriters - 1 of each consumer warp arrive on the stage's "empty"
+// barrier of this CTA, of its M partner (rank ^ 1) and, in a 2 x 2 cluster, of its N partner
+// (rank ^ 2): the CTAs whose multicasts refill this CTA's copy of the stage, so each must hear.
 // Thread 0 at kernel start: prefetch both tensor maps and initialize the stage ring's barriers:
 // "full" completes on the producer's arrive.expect_tx (the bytes do the rest), "empty" once every
 // consumer warp of the cluster has released the stage (wgmma_release). Callers sync before use.
@@ -298,17 +335,19 @@ __device__ __forceinline__ void wgmma_init_ring(uint32_t smem, const CUtensorMap
   const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * Traits::kStages;
   for (int s = 0; s < Traits::kStages; ++s) {
     sm90::mbar_init(full0 + 8 * s, 1);
-    sm90::mbar_init(empty0 + 8 * s, 4 * Traits::kConsumers * Traits::kCluster);
+    sm90::mbar_init(empty0 + 8 * s, 4 * Traits::kConsumers * Traits::kStageWriters);
   }
   sm90::fence_mbarrier_init();
 }
 
 template <class Traits>
 __device__ __forceinline__ void wgmma_release(uint32_t empty_bar, int lane) {
-  if constexpr (Traits::kCluster == 1) {
+  if constexpr (Traits::kStageWriters == 1) {
     if (lane == 0) sm90::mbar_arrive(empty_bar);
   } else {
-    if (lane < Traits::kCluster) sm90::mbar_arrive_cluster(empty_bar, static_cast<uint32_t>(lane));
+    // Partners differ from this CTA's rank in one bit: bit 0 (the other rank_m, or the other rank_n
+    // of a 1 x 2 cluster), bit 1 (the other rank_n of a 2 x 2 cluster).
+    if (lane < Traits::kStageWriters) sm90::mbar_arrive_cluster(empty_bar, sm90::cluster_ctarank() ^ lane);
   }
 }
 
@@ -317,6 +356,11 @@ __device__ __forceinline__ void wgmma_release(uint32_t empty_bar, int lane) {
 template <typename T, bool kClip>
 __device__ __forceinline__ void wgmma_store_chunk(T* out, const WgmmaArgs<T>& args, int32_t row, int32_t col,
                                                   uint4 v) {
+#if defined(AITER_LITE_WGMMA_EXPERIMENT_NO_STORE)
+  // Measurement only (bench/gpu_wgmma_epilogue.sh): everything but the global stores, which would
+  // need m < 0 to run, to see what the epilogue's stores cost the tile loop.
+  if (args.m >= 0) return;
+#endif
   if (kClip && row >= args.m) return;
   T* out_row = out + row * args.out_row_stride;
   if (args.out_vec && (!kClip || col + 8 <= args.n)) {
@@ -618,13 +662,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // The runtime does not promise 1024-byte alignment of dynamic shared memory: align by hand (the
   // config's shared-memory size includes the slack).
   const uint32_t smem = (sm90::smem_u32(matmul_wgmma_smem) + 1023u) & ~1023u;
-  constexpr int kCluster = Traits::kCluster, kClusterSize = Traits::kClusterSize;
+  constexpr int kMulticastSize = Traits::kMulticastSize, kClusterSize = Traits::kClusterSize;
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) wgmma_init_ring<Traits>(smem, &tmap_a, &tmap_b);
   // No copy may signal a barrier (ours or, multicast, the peer's) before both CTAs initialized theirs.
   // (A split-K cluster touches its peers only after the first cluster_sync of wgmma_consumer_split.)
-  if constexpr (kCluster > 1) {
+  if constexpr (kMulticastSize > 1) {
     __syncwarp();  // warp 0 reconverges after thread 0's init: the cluster barrier is .aligned
     sm90::cluster_sync();
   } else {
@@ -654,7 +698,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   // A CTA must not exit while its cluster peer may still multicast into its shared memory or arrive
   // on its barriers: every such access happens before the peer reaches this barrier.
-  if constexpr (kCluster > 1) {
+  if constexpr (kMulticastSize > 1) {
     __syncwarp();
     sm90::cluster_sync();
   }
@@ -704,14 +748,14 @@ int wgmma_max_ctas(Kernel kernel) {
   int sms = 0;
   AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   ctas = sms;
-  if constexpr (Traits::kCluster > 1) {
+  if constexpr (Traits::kMulticastSize > 1) {
     cudaLaunchConfig_t cfg{};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = Traits::kCluster;
+    attr[0].val.clusterDim.x = Traits::kMulticastSize;
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(static_cast<unsigned>(sms / Traits::kCluster * Traits::kCluster), 1, 1);
+    cfg.gridDim = dim3(static_cast<unsigned>(sms / Traits::kMulticastSize * Traits::kMulticastSize), 1, 1);
     cfg.blockDim = dim3(Traits::kThreads, 1, 1);
     cfg.dynamicSmemBytes = Traits::kSmemBytes;
     cfg.attrs = attr;
@@ -722,7 +766,7 @@ int wgmma_max_ctas(Kernel kernel) {
       clusters = 0;
     }
     // 0 would mean the cluster cannot be scheduled at all; sms / kCluster keeps the launch valid.
-    ctas = (clusters > 0 ? clusters : sms / Traits::kCluster) * Traits::kCluster;
+    ctas = (clusters > 0 ? clusters : sms / Traits::kMulticastSize) * Traits::kMulticastSize;
   }
   cache[dev].store(ctas, std::memory_order_relaxed);
   return ctas;
@@ -739,24 +783,25 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   const bool b_batched = p.batch > 1 && p.b_batch_stride != 0;
   CUtensorMap map_a, map_b;
   if (!wgmma_operand_map(&map_a, kDtype, p.a, p.k, p.m, a_batched ? p.batch : 1, p.a_row_stride, p.a_batch_stride,
-                         64, Traits::kBM))
+                         64, Traits::kARowsPerCta))
     return false;
   const bool b_ok =
       Traits::kBKMajor
           ? wgmma_operand_map(&map_b, kDtype, p.b, p.k, p.n, b_batched ? p.batch : 1, p.b_col_stride,
                               p.b_batch_stride, 64, Traits::kBN / Traits::kCluster)
           : wgmma_operand_map(&map_b, kDtype, p.b, p.n, p.k, b_batched ? p.batch : 1, p.b_row_stride,
-                              p.b_batch_stride, 64, 64);
+                              p.b_batch_stride, 64, Traits::kBSplitRows ? 64 / Traits::kCluster : 64);
   if (!b_ok) return false;
 
   const int64_t tiles_m = (p.m + Traits::kBM - 1) / Traits::kBM, tiles_n = (p.n + Traits::kBN - 1) / Traits::kBN;
   const int64_t units_m = (tiles_m + Traits::kCluster - 1) / Traits::kCluster;
-  const int64_t units = units_m * tiles_n * p.batch;
+  const int64_t units_n = (tiles_n + Traits::kClusterN - 1) / Traits::kClusterN;
+  const int64_t units = units_m * units_n * p.batch;
   // More than 2^31 - 1 tiles (or split-K CTAs): not worth a 64-bit scheduler.
   if (units * Traits::kSplitK > kMaxDim) return false;
   if (!launch) return true;
 
-  WgmmaArgs<T> args = make_wgmma_args<T>(p, Traits::kBK, tiles_n, units_m, units, a_batched, b_batched);
+  WgmmaArgs<T> args = make_wgmma_args<T>(p, Traits::kBK, units_n, units_m, units, a_batched, b_batched);
   args.out_vec = out_vec_ok(p, 8, sizeof(T));
 
   auto kernel = matmul_wgmma_kernel<Traits>;
@@ -765,7 +810,7 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   // per unit (the kernel runs exactly one unit per cluster; wgmma_consumer_split).
   int64_t clusters = units;
   if constexpr (Traits::kSplitK == 1)
-    clusters = std::min<int64_t>(units, wgmma_max_ctas<Traits>(kernel) / Traits::kCluster);
+    clusters = std::min<int64_t>(units, wgmma_max_ctas<Traits>(kernel) / Traits::kMulticastSize);
   cudaLaunchConfig_t cfg{};
   cudaLaunchAttribute attr[1];
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * Traits::kClusterSize), 1, 1);

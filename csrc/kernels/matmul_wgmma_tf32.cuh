@@ -63,7 +63,8 @@ struct WgmmaTf32Traits {
   static constexpr bool kBKMajor = kBKMajor_;  // B contiguous along K (else along N)
   static constexpr int kBM = kCfg.bm, kBN = kCfg.bn, kBK = kCfg.bk, kStages = kCfg.stages;
   // The helpers shared with the fp16/bf16 kernel (wgmma_tile, wgmma_release, wgmma_max_ctas) read these.
-  static constexpr int kCluster = 1, kSplitK = 1, kClusterSize = 1;
+  static constexpr int kCluster = 1, kClusterN = 1, kSplitK = 1, kMulticastSize = 1, kClusterSize = 1;
+  static constexpr int kStageWriters = 1;
   static constexpr int kGroupM = 8;                        // unit-rows per raster group
   static constexpr int kConsumers = kCfg.warps_m / 4;      // consumer warpgroups, 64 columns each
   static constexpr int kThreads = matmul_config_threads(kCfg);
@@ -86,7 +87,7 @@ struct WgmmaTf32Traits {
   static_assert(kBN == 64 * kConsumers, "a consumer owns 64 columns");
   static_assert(kBK == 32, "BK is one 128-byte swizzle row of fp32");
   static_assert(kBM == 64 || kBM == 128 || kBM == 192 || kBM == 256, "wgmma N (= BM) of 64, 128, 192 or 256");
-  static_assert(kCfg.cluster_m == 1 && kCfg.split_k == 1 && kCfg.epilogue_overlap == 0, "no clusters here");
+  static_assert(kCfg.cluster_m == 1 && kCfg.cluster_n == 1 && kCfg.split_k == 1 && kCfg.epilogue_overlap == 0, "no clusters here");
   static_assert(kStages >= 2 && 2 * kStages * 8 <= 1024, "mbarriers fit their 1024 bytes");
   static_assert(kAStageBytes % 1024 == 0 && kBStageBytes % 1024 == 0, "stages start on swizzle atoms");
   static_assert(kBarOffset + 1024 + 1024 == kSmemBytes, "layout disagrees with matmul_config_smem_bytes");

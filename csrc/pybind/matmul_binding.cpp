@@ -63,4 +63,6 @@ PYBIND11_MODULE(AITER_LITE_MODULE_NAME, m) {
   m.doc() = "aiter_lite matmul";
   m.def("matmul", &run_matmul, "out = a @ b; arguments as packed by aiter_lite.ops.matmul");
   m.def("plan", &plan_matmul, "'<kernel> <config>' that matmul would run; the same arguments without the stream");
+  m.def("cluster_slots", &aiter_lite::matmul_cluster_slots,
+        "clusters of `size` CTAs with an SM's shared memory each that fit on the current GPU at once (0: none)");
 }

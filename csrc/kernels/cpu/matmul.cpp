@@ -163,4 +163,6 @@ std::string matmul_plan(const MatmulParams& p) {
   return p.batch <= 0 || p.m <= 0 || p.n <= 0 ? "none -1" : "cpu -1";
 }
 
+int32_t matmul_cluster_slots(int32_t) { return 0; }
+
 }  // namespace aiter_lite
