@@ -357,8 +357,8 @@ template <typename T, bool kClip>
 __device__ __forceinline__ void wgmma_store_chunk(T* out, const WgmmaArgs<T>& args, int32_t row, int32_t col,
                                                   uint4 v) {
 #if defined(AITER_LITE_WGMMA_EXPERIMENT_NO_STORE)
-  // Measurement only (bench/gpu_wgmma_epilogue.sh): everything but the global stores, which would
-  // need m < 0 to run, to see what the epilogue's stores cost the tile loop.
+  // Measurement only (bench/gpu_wgmma_epilogue.sh, bench/jit_experiments.json): everything but the
+  // global stores, which would need m < 0 to run, to see what the epilogue's stores cost.
   if (args.m >= 0) return;
 #endif
   if (kClip && row >= args.m) return;
