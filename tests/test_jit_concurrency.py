@@ -2,9 +2,11 @@
 import random
 import shutil
 import signal
+import socket
 import time
 
 import filelock
+
 import pytest
 
 from aiter_lite.jit.key import compute_key
@@ -113,3 +115,23 @@ def test_stale_build_dir_cleanup_spares_a_live_builder(tiny):
     assert live_dir.is_dir() and not dead_dir.exists() and not legacy_dir.exists()
     live._release_builder_lock()
     assert cleaner.remove_stale_build_dirs() == 1 and not live_dir.exists()
+
+
+def test_stale_build_dir_cleanup_spares_a_builder_still_staging(tiny):
+    """A .new-* dir without a locked lock file is a live builder inside new_build_dir (before its
+    flock and rename): the cleanup of another node must leave it alone unless it is old."""
+    import os
+    import time
+
+    from aiter_lite.jit.cache import STAGING_GRACE_S, ModuleCache
+
+    spec = make_spec(tiny.registry().get("module_tiny"), "cpu", read_env())
+    key = compute_key(spec)
+    cache = ModuleCache(tiny.cache, "module_tiny", "cpu", key)
+    cache.ensure_root()
+    staging = cache.module_dir / f".new-cpu-{key}-{socket.gethostname()}-{os.getpid()}-abc"
+    staging.mkdir()
+    assert cache.remove_stale_build_dirs() == 0 and staging.is_dir()
+    old = time.time() - STAGING_GRACE_S - 10
+    os.utime(staging, (old, old))
+    assert cache.remove_stale_build_dirs() == 1 and not staging.exists()

@@ -28,6 +28,9 @@ from ..errors import BuildError
 MANIFEST = "manifest.json"
 BUILDER_LOCK = ".builder.lock"  # held (flock) by the process building in a .tmp-* dir
 ERROR_RECORD = "error.json"
+# A .new-* staging dir lives microseconds in a live builder (new_build_dir); older than this it is a
+# dead builder's.
+STAGING_GRACE_S = 300.0
 _CACHE_HINT = "set AITER_LITE_CACHE_DIR to a writable directory"
 
 
@@ -141,6 +144,11 @@ class ModuleCache:
         removed = 0
         tail = f"{self.backend}-{self.key}-{socket.gethostname()}-"
         for d in [*self.module_dir.glob(".tmp-" + tail + "*"), *self.module_dir.glob(".new-" + tail + "*")]:
+            # A .new-* dir has no locked lock file yet for a moment of a live builder's new_build_dir
+            # (seen in CI: a builder of another node removed one there, and that build failed); only
+            # one left behind long ago is a dead builder's.
+            if d.name.startswith(".new-") and not _older_than(d, STAGING_GRACE_S):
+                continue
             if _builder_alive(d):
                 continue
             _remove_tree(d, self.module_dir)
@@ -196,6 +204,13 @@ class ModuleCache:
         record = {"time": time.time(), "pid": os.getpid(), "error": error.to_dict()}
         (self.failed_dir / ERROR_RECORD).write_text(json.dumps(record, indent=1))
         return error
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except OSError:
+        return False  # gone already
 
 
 def _builder_alive(build_dir: Path) -> bool:
