@@ -86,19 +86,23 @@ def test_layout_class():
 def test_keys_bucket_shapes_and_name_the_path(tmp_path):
     tuner, _ = make_tuner(tmp_path)
     k1 = tuner.key(*operands(3000, 3000, 3000)[:2], False, "auto")   # 3000 % 8 == 0
-    k2 = tuner.key(*operands(4096, 2056, 4096)[:2], False, "auto")  # N % 8 == 0: aligned rows
+    k2 = tuner.key(*operands(4096, 2056, 4096)[:2], False, "auto")  # N % 8 == 0: 16-byte aligned rows
     assert k1 == k2 and (k1.m, k1.n, k1.k, k1.batch) == (4096, 4096, 4096, 1)
-    assert k1.path == "tensor_core_16" and k1.dtype == "fp16" and k1.layout == "nn"
+    # both have B rows at odd multiples of 16 bytes (N = 8 mod 16), which the Hopper planner treats apart
+    assert k1.path == "tensor_core_16" and k1.dtype == "fp16" and k1.layout == "nn+off16"
+    k3 = tuner.key(*operands(3000, 3008, 3000)[:2], False, "auto")
+    assert k3.layout == "nn" and k3 != k1
+    assert tuner.key(*operands(3000, 3000, 3000, torch.float32)[:2], True, "auto").layout == "nn"  # 16-bit only
     assert k1.device == DEVICE and k1.arch == "sm_90"
     assert tuner.key(*operands(4097, 3000, 3000)[:2], False, "auto") != k1
-    assert tuner.key(*operands(3000, 3000, 3000, ta=True)[:2], False, "auto").layout == "tn"
+    assert tuner.key(*operands(3000, 3008, 3000, ta=True)[:2], False, "auto").layout == "tn"
     assert tuner.key(*operands(64, 64, 64, batch=3)[:2], False, "auto").batch == 4
     # dtype and variant pick the path
     assert tuner.key(*operands(64, 64, 64, torch.bfloat16)[:2], False, "tiled").path == "simt"
     assert tuner.key(*operands(64, 64, 64, torch.float32)[:2], False, "auto").path == "simt"
     k = tuner.key(*operands(64, 64, 64, torch.float32)[:2], True, "auto")
     assert (k.path, k.dtype) == ("tensor_core_tf32", "tf32")
-    assert "tensor_core_16/auto/fp16/nn/sm_90/m4096_n4096_k4096_b1" == k1.entry
+    assert "tensor_core_16/auto/fp16/nn+off16/sm_90/m4096_n4096_k4096_b1" == k1.entry
 
 
 def test_untunable_calls_have_no_key(tmp_path):
@@ -138,7 +142,7 @@ def test_times_the_planner_top_k_on_fresh_data_and_keeps_the_fastest(tmp_path, c
     # the same bucket again, and a different shape in it: a lookup, no timing
     n_launches = len(gpu.launches)
     assert tuner.select(a, b, out, False, "auto", gpu.run) == top[1]
-    assert tuner.select(*operands(3000, 3000, 3000), False, "auto", gpu.run) == top[1]
+    assert tuner.select(*operands(3000, 3008, 3000), False, "auto", gpu.run) == top[1]
     assert len(gpu.launches) == n_launches and tuner.tunings == 1
     # the file has the entry, with the tile it names
     doc = json.loads(tuner.store.path.read_text())

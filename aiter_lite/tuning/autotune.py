@@ -41,7 +41,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from ..errors import AiterLiteError
 from ..jit import lock
-from .matmul_configs import MATMUL_CONFIGS, PATHS, path_for
+from .matmul_configs import MATMUL_CONFIGS, PATHS, b_rows_off_sector, path_for
 from .planner import PATH_OF_DTYPE, bucket, rank_table_configs, table_order
 
 logger = logging.getLogger(__name__)
@@ -98,6 +98,13 @@ def layout_class(a_stride: Sequence[int], b_stride: Sequence[int]) -> str:
     """'nn', 'nt', 'tn', 'tt' (or 'x' for an operand with no unit stride) from the strides of the 3-D
     [batch, M, K] and [batch, K, N] operands as launched."""
     return (_operand_class(a_stride[1], a_stride[2], True) + _operand_class(b_stride[2], b_stride[1], False))
+
+
+def _b_lines_off_sector(b, m: int) -> bool:
+    """b_rows_off_sector for a 3-D [batch, K, N] 16-bit B as launched (N- or K-major)."""
+    if b.stride(2) == 1:
+        return b_rows_off_sector(m, b.shape[1], b.stride(1))
+    return b.stride(1) == 1 and b_rows_off_sector(m, b.shape[2], b.stride(2))
 
 
 def _tc_aligned(t, elem_bytes: int) -> bool:
@@ -324,6 +331,8 @@ class Autotuner:
         if path != "simt" and (info.hip or "x" in layout or not (_tc_aligned(a, elem) and _tc_aligned(b, elem))):
             return None
         batch, m, k = a.shape
+        if elem == 2 and _b_lines_off_sector(b, m):
+            layout += "+off16"  # the Hopper planner treats these apart (2 x 2 clusters): so do the buckets
         return TuneKey(info.name, info.arch, path, variant, dtype, layout, bucket(m), bucket(b.shape[2]),
                        bucket(k), bucket(batch))
 
