@@ -85,6 +85,12 @@
 
 #if defined(AITER_LITE_CUDA)
 
+// Unit-rows per raster group of the grouped tile order (see the top of this file). Other values are
+// for measurements only (bench/jit_experiments.json builds variants of the module with them).
+#ifndef AITER_LITE_WGMMA_GROUP_M
+#define AITER_LITE_WGMMA_GROUP_M 8
+#endif
+
 namespace aiter_lite {
 namespace matmul_detail {
 
@@ -122,7 +128,7 @@ struct WgmmaMatmulTraits {
   static constexpr int kKSteps = kBK / 16;                    // wgmma k16 steps per k-tile
   static constexpr int kAccRegs = kBN / 2;                    // fp32 accumulators per m64 block per thread
   static constexpr int kAccF4 = kMBlocks * kAccRegs / 4;      // the same, in float4
-  static constexpr int kGroupM = 8;                           // unit-rows per raster group
+  static constexpr int kGroupM = AITER_LITE_WGMMA_GROUP_M;    // unit-rows per raster group
 
   // Register split after setmaxnreg (65536 per SM): 128 * 40 + 256 * 232 = 64512. With one consumer
   // the launch bound already gives every thread up to 255 registers, so nothing is moved.
@@ -357,7 +363,7 @@ template <typename T, bool kClip>
 __device__ __forceinline__ void wgmma_store_chunk(T* out, const WgmmaArgs<T>& args, int32_t row, int32_t col,
                                                   uint4 v) {
 #if defined(AITER_LITE_WGMMA_EXPERIMENT_NO_STORE)
-  // Measurement only (bench/gpu_wgmma_epilogue.sh, bench/jit_experiments.json): everything but the
+  // Measurement only (bench/gpu_wgmma_experiments.sh, bench/jit_experiments.json): everything but the
   // global stores, which would need m < 0 to run, to see what the epilogue's stores cost.
   if (args.m >= 0) return;
 #endif
