@@ -321,6 +321,19 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
     const T* __restrict__ xp = static_cast<const T*>(a.x) + b * a.x_batch_stride + d0 * a.x_dim_stride;
     T* __restrict__ op = static_cast<T*>(a.out) + b * a.out_batch_stride + d0 * a.out_dim_stride;
 
+    // The halo and the first kUnroll steps of x are loaded before the weights: the weight loads
+    // convert to fp32 behind a branch on their dtype, and loads issued after them would wait for
+    // their round trip (see the rows kernel).
+    vec_t halo[kHaloAlloc];
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i) {
+      const int64_t tt = t0 - kHalo + i;
+      if (tt >= 0) halo[i].load(xp + tt * a.x_seq_stride); else halo[i].set_zero();
+    }
+    vec_t xv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (t0 + u < t_end) xv[u].load(xp + (t0 + u) * a.x_seq_stride);
     float w[kV][kW];
     float bias[kV];
     load_weight_block<kV, kW>(w, bias, a.w, d0);
@@ -328,19 +341,16 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
     // win[i] = x[t - kHalo + i] for the next output t.
     float win[kHaloAlloc][kV];
 #pragma unroll
-    for (int i = 0; i < kHalo; ++i) {
-      const int64_t tt = t0 - kHalo + i;
-      vec_t v;
-      if (tt >= 0) v.load(xp + tt * a.x_seq_stride); else v.set_zero();
+    for (int i = 0; i < kHalo; ++i)
 #pragma unroll
-      for (int c = 0; c < kV; ++c) win[i][c] = to_float(v.elt[c]);
-    }
+      for (int c = 0; c < kV; ++c) win[i][c] = to_float(halo[i].elt[c]);
 
     for (int64_t t = t0; t < t_end; t += kUnroll) {
-      vec_t xv[kUnroll];
+      if (t != t0) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (t + u < t_end) xv[u].load(xp + (t + u) * a.x_seq_stride);
+        for (int u = 0; u < kUnroll; ++u)
+          if (t + u < t_end) xv[u].load(xp + (t + u) * a.x_seq_stride);
+      }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (t + u < t_end) {

@@ -83,10 +83,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
     const int v0 = static_cast<int>(seg) * Ktraits::kTileVecs + lane;  // this lane's first vector
 
-    // Every load of the tile is independent of the others: issue them all before any use.
-    float w[1][kW];
-    float bias[1];
-    load_weight_block<1, kW>(w, bias, a.w, d);
+    // Every load of the tile is independent of the others: issue them all before any use. x and its
+    // halo go first: the weight loads sit behind a branch on the weight dtype and convert to fp32
+    // inside it, so x loads issued after them waited for the weights' round trip (ncu, H100,
+    // 2x256x1024 fp16 after a cache flush: one more DRAM latency than causal-conv1d's kernel).
     vec_t xv[kVecs];
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
@@ -101,6 +101,9 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       const int wi = v0 * 4 - h;
       first_halo[h - 1] = (lane < (h + 3) / 4 && wi >= 0) ? xr_words[wi] : 0u;
     }
+    float w[1][kW];
+    float bias[1];
+    load_weight_block<1, kW>(w, bias, a.w, d);
 
     uint32_t prev_shfl[kHaloWordsAlloc] = {};
 #pragma unroll
