@@ -74,7 +74,23 @@ def parse_args(argv=None):
     p.add_argument("--peers", default=str(REPO / ".peers"), help="folder with peers.py and the peer packages")
     p.add_argument("--no-peers", action="store_true", help="skip dao and fla")
     p.add_argument("--seed", type=int, default=0)
-    return p.parse_args(argv)
+    p.add_argument("--fwd-shapes", default=None,
+                   help="forward shapes only, as dtype:BxDxL:W,... (e.g. fp16:4x512x2048:4); no update or host rows")
+    args = p.parse_args(argv)
+    fwd_shapes = []
+    for item in (args.fwd_shapes or "").split(","):
+        if not item:
+            continue
+        try:
+            dt, bdl, w = item.split(":")
+            batch, dim, seqlen = (int(v) for v in bdl.split("x"))
+            fwd_shapes.append((dt, batch, dim, seqlen, int(w)))
+        except ValueError:
+            p.error(f"--fwd-shapes takes dtype:BxDxL:W,..., got {item!r}")
+        if dt not in DTYPES:
+            p.error(f"--fwd-shapes: unknown dtype {dt!r}")
+    args.fwd_shape_list = fwd_shapes
+    return args
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,6 +355,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
         return 2
+    fwd_shapes = args.fwd_shape_list
     t_start = time.time()
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     timer, timer_name = make_timer(args.quick)
@@ -362,10 +379,13 @@ def main(argv=None) -> int:
                         us=2 * (1 << 30) / copy / 1e6, tbps=copy))
     with torch.inference_mode():
         try:
-            if not args.host_only:
+            if args.fwd_shapes:
+                bench_forward(fwd_shapes, timer, dao, fla, notes, records, gen)
+            elif not args.host_only:
                 bench_forward(QUICK_FWD if args.quick else FWD_SHAPES, timer, dao, fla, notes, records, gen)
                 bench_update(QUICK_UPDATE if args.quick else UPDATE_SHAPES, timer, dao, notes, records, gen)
-            bench_host(dao, notes, records)
+            if not args.fwd_shapes:
+                bench_host(dao, notes, records)
         except Exception:  # noqa: BLE001 - keep what was measured
             notes.append("aborted: " + traceback.format_exc(limit=3))
 
