@@ -152,3 +152,15 @@ def test_conv_update_index_tensors_that_are_views(view):
     out = aiter_lite.causal_conv1d_update(x, state, weight, None, "silu", seqlens, indices)
     assert rel_error(out, ref) <= 1e-6
     torch.testing.assert_close(state, ref_state, rtol=0, atol=0)
+
+
+def test_matmul_cluster_slots_without_a_gpu():
+    """The planner mirror's cluster query: 0 off the GPU (no clusters), a clear error for a size the
+    hardware has no clusters of."""
+    from aiter_lite.ops.matmul import matmul_cluster_slots
+
+    assert matmul_cluster_slots(4, "cpu") == 0
+    if not torch.cuda.is_available():
+        assert matmul_cluster_slots(2) == 0
+    with pytest.raises(ValueError, match="size"):
+        matmul_cluster_slots(3, "cpu")

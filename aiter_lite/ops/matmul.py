@@ -172,8 +172,17 @@ def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = 
 def matmul_cluster_slots(size: int, device: Optional[torch.device] = None) -> int:
     """How many clusters of `size` CTAs (1, 2, 4 or 8), each with an SM's worth of shared memory, the
     GPU keeps resident at once: the slots the Hopper planner counts waves in (an H100: 132, 66, 30,
-    15). 0 where there are no clusters. For the planner's Python mirror and its tests."""
-    device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    15). 0 where there are no clusters (no CUDA GPU, or one before Hopper). For the planner's Python
+    mirror and its tests."""
+    if size not in (1, 2, 4, 8):
+        raise ValueError(f"size must be 1, 2, 4 or 8, got {size!r}")
+    if device is None:
+        if not torch.cuda.is_available():
+            return 0
+        device = torch.device("cuda", torch.cuda.current_device())
+    device = torch.device(device)
+    if device.type != "cuda":
+        return 0
     probe = torch.empty(0, device=device)
     with on_device(probe):
         return int(get_module(MODULE, backend_of(probe)).cluster_slots(size))
