@@ -50,7 +50,11 @@
 // stage's "empty" barrier collects the consumer warps of both CTAs before either producer refills
 // it (the peer's multicast writes into this CTA's stage too). Both CTAs walk the same tile list;
 // one whose tile lies below M still loads and releases (its rows are zero-filled, its stores
-// clipped), so that its partner's pipeline keeps moving.
+// clipped), so that its partner's pipeline keeps moving. kClusterN = 2 does the same along N for
+// the A tile (each CTA loads half of its rows); both together make 2 x 2 clusters (rank = rank_m +
+// 2 rank_n) in which a stage is written by three CTAs (this one, rank ^ 1, rank ^ 2), so its
+// "empty" barrier counts the consumer warps of those three (kStageWriters). The planner runs them
+// where B's lines start at odd multiples of 16 bytes (wgmma_b_rows_off_sector in matmul.cu).
 //
 // Split-K (kSplitK = 2 or 4; csrc/include/matmul_configs.h): a cluster of kSplitK CTAs takes one
 // output tile; CTA r runs k-tiles [r * k_tiles / kSplitK, (r + 1) * k_tiles / kSplitK) through its
