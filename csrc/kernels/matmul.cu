@@ -106,6 +106,8 @@ int current_device() {
 namespace {
 
 using matmul_detail::current_device;
+using matmul_detail::kMaxCachedDevices;
+using matmul_detail::per_device;
 using matmul_detail::invalid;
 using matmul_detail::kMaxDim;
 using matmul_detail::OperandLayout;
@@ -121,16 +123,12 @@ constexpr int64_t kMaxGridZ = 65535;
 // A device attribute, read once per device.
 template <int kWhich>
 int cached_device_attribute(gpuDeviceAttr_t attr) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices] = {};
-  const int dev = current_device();
-  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
-  int v = cache[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
+  static std::atomic<int> cache[kMaxCachedDevices] = {};
+  return per_device(cache, [&](int dev) {
+    int v = 0;
     AITER_LITE_GPU_CHECK(gpuDeviceGetAttribute(&v, attr, dev));
-    cache[dev].store(v, std::memory_order_relaxed);
-  }
-  return v;
+    return v;
+  });
 }
 
 int sm_count() { return cached_device_attribute<0>(gpuDevAttrMultiProcessorCount); }
@@ -154,19 +152,13 @@ bool wgmma_built(DType dtype) {
 // there and nowhere else.
 bool sm90_device() {
 #if defined(AITER_LITE_CUDA)
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices] = {};  // 0: unknown, 1: no, 2: yes
-  const int dev = current_device();
-  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
-  int v = cache[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int major = 0, minor = 0;
-    AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    v = major == 9 && minor == 0 ? 2 : 1;
-    cache[dev].store(v, std::memory_order_relaxed);
-  }
-  return v == 2;
+  static std::atomic<int> cache[kMaxCachedDevices] = {};  // 1: no, 2: yes
+  return per_device(cache, [](int dev) {
+           int major = 0, minor = 0;
+           AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+           return major == 9 && minor == 0 ? 2 : 1;
+         }) == 2;
 #else
   return false;
 #endif
@@ -185,37 +177,19 @@ int cluster_slots(int size) {
   if (size != 1 && size != 2 && size != 4 && size != 8) invalid("cluster size must be 1, 2, 4 or 8");
   if (size == 1) return sm_count();
 #if defined(AITER_LITE_CUDA)
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices][4] = {};  // by log2(size); 0: not read yet, -1: none
-  const int dev = current_device();
-  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
-  std::atomic<int>& slot = cache[dev][size == 2 ? 1 : size == 4 ? 2 : 3];
-  int v = slot.load(std::memory_order_relaxed);
-  if (v == 0) {
+  static std::atomic<int> cache[3][kMaxCachedDevices] = {};  // by log2(size) - 1; -1: no clusters
+  const int v = per_device(cache[size == 2 ? 0 : size == 4 ? 1 : 2], [size](int) {
     // 200 KB of dynamic shared memory: one CTA per SM, like every wgmma config (194-226 KB).
     constexpr int kSmem = 200 * 1024;
-    v = -1;
-    if (sm90_device() &&
-        cudaFuncSetAttribute(cluster_slots_probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) ==
-            cudaSuccess) {
-      cudaLaunchConfig_t cfg{};
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = static_cast<unsigned>(size);
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.gridDim = dim3(static_cast<unsigned>(sm_count() / size * size), 1, 1);
-      cfg.blockDim = dim3(384, 1, 1);
-      cfg.dynamicSmemBytes = kSmem;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, cluster_slots_probe_kernel, &cfg) == cudaSuccess && clusters > 0)
-        v = clusters;
+    const void* probe = reinterpret_cast<const void*>(cluster_slots_probe_kernel);
+    if (!sm90_device() ||
+        cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess) {
+      (void)cudaGetLastError();  // a refused attribute leaves no sticky error behind
+      return -1;
     }
-    (void)cudaGetLastError();  // a refused query leaves no sticky error behind
-    slot.store(v, std::memory_order_relaxed);
-  }
+    const int clusters = matmul_detail::max_active_clusters(probe, 384, kSmem, size, sm_count());
+    return clusters > 0 ? clusters : -1;
+  });
   return v > 0 ? v : 0;
 #else
   return 0;

@@ -10,6 +10,7 @@
 // inline here.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -29,6 +30,49 @@ inline constexpr int64_t kMaxDim = 0x7fffffff;
 [[noreturn]] void invalid(const std::string& what);
 const char* path_name(MatmulPath path);
 int current_device();
+
+// ---- values read once per device ---------------------------------------------------------------
+
+inline constexpr int kMaxCachedDevices = 64;
+
+// cache[d] for the current device d, from read(d) the first time. 0 marks "not read yet", so a read
+// that gives 0 is read again next time. Each caller keeps its own static cache.
+template <typename V, typename Read>
+V per_device(std::atomic<V> (&cache)[kMaxCachedDevices], Read read) {
+  const int dev = current_device();
+  if (dev < 0 || dev >= kMaxCachedDevices) invalid("device index out of range");
+  V v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    v = read(dev);
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+#if defined(AITER_LITE_CUDA)
+// Clusters of `size` CTAs of `kernel` (`threads` threads, `smem_bytes` of dynamic shared memory, its
+// limit already raised) that the current device keeps resident at once; 0 when the query is refused
+// (its error is cleared, nothing sticky is left).
+inline int max_active_clusters(const void* kernel, int threads, int smem_bytes, int size, int sms) {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(size);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(sms / size * size), 1, 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return clusters > 0 ? clusters : 0;
+}
+#endif
 
 // ---- operand layouts (used by both the dispatch and the launchers) ---------------------------------
 

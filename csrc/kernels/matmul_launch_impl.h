@@ -154,20 +154,14 @@ void simt_cuda(const MatmulParams& p, int config, gpuStream_t stream) {
 // runs at once: SMs x blocks per SM, read once per device. Call after ensure_dynamic_smem.
 template <class Traits, typename Kernel>
 int64_t resident_blocks(Kernel kernel) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int64_t> cache[kMaxDevices] = {};
-  const int dev = current_device();
-  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
-  int64_t v = cache[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
+  static std::atomic<int64_t> cache[kMaxCachedDevices] = {};
+  return per_device(cache, [&](int dev) {
     int sms = 0, per_sm = 0;
     AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     AITER_LITE_GPU_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Traits::kThreads, Traits::kSmemBytes));
-    v = std::max<int64_t>(1, int64_t{sms} * per_sm);
-    cache[dev].store(v, std::memory_order_relaxed);
-  }
-  return v;
+    return std::max<int64_t>(1, int64_t{sms} * per_sm);
+  });
 }
 
 // The tensor-core kernel is persistent: one block per resident slot (or per work item when there

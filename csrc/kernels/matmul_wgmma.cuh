@@ -749,37 +749,20 @@ inline bool wgmma_operand_map(CUtensorMap* map, CUtensorMapDataType dtype, const
 // (cudaOccupancyMaxActiveClusters); read once per device and kernel instantiation.
 template <class Traits, typename Kernel>
 int wgmma_max_ctas(Kernel kernel) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices] = {};
-  const int dev = current_device();
-  if (dev < 0 || dev >= kMaxDevices) invalid("device index out of range");
-  int ctas = cache[dev].load(std::memory_order_relaxed);
-  if (ctas > 0) return ctas;
-  int sms = 0;
-  AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  ctas = sms;
-  if constexpr (Traits::kMulticastSize > 1) {
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = Traits::kMulticastSize;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(static_cast<unsigned>(sms / Traits::kMulticastSize * Traits::kMulticastSize), 1, 1);
-    cfg.blockDim = dim3(Traits::kThreads, 1, 1);
-    cfg.dynamicSmemBytes = Traits::kSmemBytes;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(kernel), &cfg) != cudaSuccess) {
-      (void)cudaGetLastError();
-      clusters = 0;
+  static std::atomic<int> cache[kMaxCachedDevices] = {};
+  return per_device(cache, [&](int dev) {
+    int sms = 0;
+    AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if constexpr (Traits::kMulticastSize == 1) {
+      return sms;
+    } else {
+      constexpr int kSize = Traits::kMulticastSize;
+      const int clusters = max_active_clusters(reinterpret_cast<const void*>(kernel), Traits::kThreads,
+                                               Traits::kSmemBytes, kSize, sms);
+      // 0 would mean the cluster cannot be scheduled at all; sms / kSize keeps the launch valid.
+      return (clusters > 0 ? clusters : sms / kSize) * kSize;
     }
-    // 0 would mean the cluster cannot be scheduled at all; sms / kCluster keeps the launch valid.
-    ctas = (clusters > 0 ? clusters : sms / Traits::kMulticastSize) * Traits::kMulticastSize;
-  }
-  cache[dev].store(ctas, std::memory_order_relaxed);
-  return ctas;
+  });
 }
 
 // Builds both tensor maps and, with `launch`, launches. False (nothing launched) if a map is
