@@ -520,6 +520,16 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[Traits::kMBloc
     wgmma_store<Traits, true, kPiece0, kPiece1>(acc, args, tile, consumer, warp, lane, epi_buf);
 }
 
+// The consumers' accumulators start at zero (the first k16 step overwrites them anyway; an empty
+// K range, e.g. a split-K CTA without k-tiles, contributes these zeros).
+template <class Traits>
+__device__ __forceinline__ void wgmma_zero_accumulators(float (&acc)[Traits::kMBlocks][Traits::kAccRegs]) {
+#pragma unroll
+  for (int mb = 0; mb < Traits::kMBlocks; ++mb)
+#pragma unroll
+    for (int i = 0; i < Traits::kAccRegs; ++i) acc[mb][i] = 0.f;
+}
+
 // Persistent consumer (kSplitK == 1): every unit of this CTA's share, one tile each.
 template <class Traits>
 __device__ __forceinline__ void wgmma_consumer(const WgmmaArgs<typename Traits::elem_t>& args, uint32_t smem,
@@ -527,10 +537,7 @@ __device__ __forceinline__ void wgmma_consumer(const WgmmaArgs<typename Traits::
   constexpr int kMBlocks = Traits::kMBlocks;
   const int lane = threadIdx.x % 32;
   float acc[kMBlocks][Traits::kAccRegs];
-#pragma unroll
-  for (int mb = 0; mb < kMBlocks; ++mb)
-#pragma unroll
-    for (int i = 0; i < Traits::kAccRegs; ++i) acc[mb][i] = 0.f;
+  wgmma_zero_accumulators<Traits>(acc);
 
   int stage = 0;
   uint32_t phase = 0;
@@ -560,10 +567,7 @@ __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename 
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const uint32_t slots = smem + Traits::kEpiOffset + (consumer * 4 + warp) * Traits::kEpiWarpBytes;
   float acc[kMBlocks][Traits::kAccRegs];
-#pragma unroll
-  for (int mb = 0; mb < kMBlocks; ++mb)
-#pragma unroll
-    for (int i = 0; i < Traits::kAccRegs; ++i) acc[mb][i] = 0.f;
+  wgmma_zero_accumulators<Traits>(acc);
 
   int32_t held_unit = -1;  // the unit whose deferred pieces wait in the slots; -1: none
   auto flush = [&]() {
@@ -616,10 +620,7 @@ __device__ __forceinline__ void wgmma_consumer_split(const WgmmaArgs<typename Tr
   constexpr int kMBlocks = Traits::kMBlocks, kF4PerBlock = Traits::kAccRegs / 4;
   const int lane = threadIdx.x % 32;
   float acc[kMBlocks][Traits::kAccRegs];
-#pragma unroll
-  for (int mb = 0; mb < kMBlocks; ++mb)
-#pragma unroll
-    for (int i = 0; i < Traits::kAccRegs; ++i) acc[mb][i] = 0.f;
+  wgmma_zero_accumulators<Traits>(acc);
 
   const bool active = unit < args.total_units;  // always, with the launcher's grid of one cluster per unit
   const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
