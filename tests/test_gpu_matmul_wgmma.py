@@ -137,6 +137,15 @@ def _run(a, b, mode, variant="wgmma", config=-1, out=None, expect="wgmma"):
     return out, plan
 
 
+def _check_config(index, m, n, k, gen, what, b_layout="pad8"):
+    """Config `index` on an m x n x k product with a poisoned out, in both dtypes, against float64."""
+    for mode in DTYPES:
+        a = _a(m, k, DTYPES[mode], gen)
+        b = _b(k, n, DTYPES[mode], gen, b_layout)
+        out, _ = _run(a, b, mode, config=index)
+        _check(out, a, b, mode, f"{what} {mode} seed={gen.initial_seed()}")
+
+
 @pytest.fixture
 def gen():
     g = torch.Generator(device="cuda")
@@ -187,14 +196,9 @@ def test_auto_on_contiguous_operands(b_layout, shape, mode, gen):
 @pytest.mark.parametrize("index", [c.index for c in _wgmma_configs()])
 def test_every_config(index, shape, b_layout, gen):
     """Each wgmma config in each B layout: tails on all sides (257 x 383 x 1000), exact tiles (512 x
-    768 x 256), odd numbers of tile rows and columns for the clusters (1100 x 1200), and more tiles than CTAs
-    (4096 x 4096: the persistent loop runs several tiles per CTA, the ring wraps many times)."""
-    m, n, k = shape
-    for mode in DTYPES:
-        a = _a(m, k, DTYPES[mode], gen)
-        b = _b(k, n, DTYPES[mode], gen, b_layout)
-        out, plan = _run(a, b, mode, config=index)
-        _check(out, a, b, mode, f"config {index} {shape} B {b_layout} {mode} seed={gen.initial_seed()}")
+    768 x 256), odd numbers of tile rows and columns for the clusters (1100 x 1200), and more tiles
+    than CTAs (4096 x 4096: the persistent loop runs several tiles per CTA, the ring wraps many times)."""
+    _check_config(index, *shape, gen, f"config {index} {shape} B {b_layout}", b_layout)
 
 
 @needs_sm90
@@ -204,12 +208,7 @@ def test_every_config(index, shape, b_layout, gen):
 def test_config_tail_shapes(index, shape, b_layout, gen):
     """Every wgmma config (128x192, the 128x64 tile and the split-K configs included) on every tail
     shape of SIZES, both B layouts, both dtypes, against float64 with NaN-poisoned outputs."""
-    m, n, k = shape
-    for mode in DTYPES:
-        a = _a(m, k, DTYPES[mode], gen)
-        b = _b(k, n, DTYPES[mode], gen, b_layout)
-        out, plan = _run(a, b, mode, config=index)
-        _check(out, a, b, mode, f"config {index} {shape} B {b_layout} {mode} seed={gen.initial_seed()}")
+    _check_config(index, *shape, gen, f"config {index} {shape} B {b_layout}", b_layout)
 
 
 def _split_configs():
@@ -225,12 +224,7 @@ def test_split_k_ranges(index, k, b_layout, gen):
     K <= 64 (one k-tile) leaves rank 1 with an empty range (it must contribute zeros, not garbage),
     65 gives one k-tile each, 129 and 200 uneven shares with a K tail, 4096 + 72 many k-tiles. M and N
     with tails on both sides, several tiles so that several clusters run, both dtypes."""
-    m, n = 129, 200
-    for mode in DTYPES:
-        a = _a(m, k, DTYPES[mode], gen)
-        b = _b(k, n, DTYPES[mode], gen, b_layout)
-        out, plan = _run(a, b, mode, config=index)
-        _check(out, a, b, mode, f"split-K config {index} K={k} B {b_layout} {mode} seed={gen.initial_seed()}")
+    _check_config(index, 129, 200, k, gen, f"split-K config {index} K={k} B {b_layout}", b_layout)
 
 
 @needs_sm90
@@ -272,12 +266,7 @@ def test_overlap_epilogue(index, k, out_layout, gen):
 @pytest.mark.parametrize("index", [c.index for c in _wgmma_configs()])
 def test_config_long_k(index, gen):
     """Many k-tiles: every stage of the ring through many phases, in both dtypes."""
-    m, n, k = 300, 520, 8192 + 72
-    for mode in DTYPES:
-        a = _a(m, k, DTYPES[mode], gen)
-        b = _b(k, n, DTYPES[mode], gen)
-        out, _ = _run(a, b, mode, config=index)
-        _check(out, a, b, mode, f"config {index} long K {mode} seed={gen.initial_seed()}")
+    _check_config(index, 300, 520, 8192 + 72, gen, f"config {index} long K")
 
 
 @needs_sm90
