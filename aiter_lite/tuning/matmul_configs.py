@@ -196,7 +196,7 @@ def _wgmma_tf32_default(fits, m: int, n: int, k: int, batch: int, sm_count: int)
     return min(fits, key=lambda c: (cost(c), c.index)).index
 
 
-def _wgmma_rate(c: MatmulTileConfig, b_rows_off_sector: bool = False) -> float:
+def _wgmma_rate(c: MatmulTileConfig, b_rows_off_sector: bool) -> float:
     """wgmma_config_rate in matmul.cu: relative per-SM throughput of a wgmma config, from the H100
     per-config sweep (128x256 with 2 deferred pieces 1.06, 128x256 1.0 with or without the cluster,
     128x192 0.98 (0.93 with a deferred piece), 128x128 0.89, 128x64 0.58, 64x64 0.39; split-K x 0.6).
