@@ -82,6 +82,7 @@ def main(argv=None) -> int:
                                                                                      variant="naive"),
         "causal_conv1d_update (1x64, state 3)": lambda: aiter_lite.causal_conv1d_update(x_step, state, w, b,
                                                                                        "silu"),
+        "_launch_fwd_fast (one-pass checks + launch)": lambda: conv._launch_fwd_fast(out, x, w, b, True, "auto"),
         "binding call, arguments precomputed": lambda: launch(*largs),
         "torch.add": lambda: torch.add(x, x),
         "torch.empty_like": lambda: torch.empty_like(x),

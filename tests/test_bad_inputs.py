@@ -12,6 +12,7 @@ import aiter_lite
 
 f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
 W, B_, L = 8, 2, 16
+N_ = B_ * W * L  # elements of a conv x
 
 HAS_CUDA = torch.cuda.is_available()
 TWO_GPUS = HAS_CUDA and torch.cuda.device_count() >= 2
@@ -65,6 +66,13 @@ CASES = [
     ("conv_fwd out overlaps x", lambda e: (lambda big: aiter_lite.causal_conv1d_fwd(big[:, :, 1:], big[:, :, :-1],
                                                                                   e.w))(e.X(B_, W, L + 1)),
      ValueError, "out"),
+    # Dense (contiguous) overlaps: caught by the one-pass path's byte-range test, named by the full check.
+    ("conv_fwd out overlaps x (dense)", lambda e: (lambda buf: aiter_lite.causal_conv1d_fwd(
+        buf[N_ // 2:N_ // 2 + N_].view(B_, W, L), buf[:N_].view(B_, W, L), e.w))(e.X(2 * N_)), ValueError, "out"),
+    ("conv_fwd out overlaps weight (dense)", lambda e: (lambda buf: aiter_lite.causal_conv1d_fwd(
+        buf[:N_].view(B_, W, L), e.x, buf[N_ - 4:N_ - 4 + 4 * W].view(W, 4)))(e.X(2 * N_)), ValueError, "out"),
+    ("conv_fwd out overlaps bias (dense)", lambda e: (lambda buf: aiter_lite.causal_conv1d_fwd(
+        buf[:N_].view(B_, W, L), e.x, e.w, buf[N_ - 2:N_ - 2 + W]))(e.X(2 * N_)), ValueError, "out"),
     ("conv_fwd out expanded", lambda e: aiter_lite.causal_conv1d_fwd(e.X(1, W, L).expand(B_, W, L), e.x, e.w),
      ValueError, "out"),
     ("conv_fwd use_silu not bool", lambda e: aiter_lite.causal_conv1d_fwd(e.X(B_, W, L), e.x, e.w, None, "yes"),
