@@ -163,26 +163,26 @@ def s_min(latency_s: float, t_tile_s: float) -> int:
     return math.ceil(latency_s / t_tile_s - 1e-9) + 1
 
 
+# Tensor-core paths: (dtypes they take, how the error says so, dtype of the peak (None: the call's),
+# whether they issue mma.sync). The Hopper kernels issue wgmma: the full tensor peak, whatever the
+# caller's mma_sync says.
+_TENSOR_PATHS = {
+    "tensor_core_16": (("fp16", "bf16"), "fp16/bf16", None, True),
+    "tensor_core_tf32": (("tf32", "fp32"), "fp32 storage (tf32)", "tf32", True),
+    "wgmma_16": (("fp16", "bf16"), "fp16/bf16", None, False),
+    "wgmma_tf32": (("tf32", "fp32"), "fp32 storage (tf32)", "tf32", False),
+}
+
+
 def _path_peak(dev: DeviceModel, path: str, dtype: str, mma_sync: bool) -> float:
     if path == "simt":
         return dev.peak("fp32")
-    if path == "tensor_core_16":
-        if dtype not in ("fp16", "bf16"):
-            raise ValueError(f"path tensor_core_16 takes fp16/bf16, not {dtype}")
-        return dev.peak(dtype, mma_sync)
-    if path == "tensor_core_tf32":
-        if dtype not in ("tf32", "fp32"):
-            raise ValueError(f"path tensor_core_tf32 takes fp32 storage (tf32), not {dtype}")
-        return dev.peak("tf32", mma_sync)
-    if path == "wgmma_16":  # the Hopper kernel issues wgmma: the full tensor peak, whatever mma_sync says
-        if dtype not in ("fp16", "bf16"):
-            raise ValueError(f"path wgmma_16 takes fp16/bf16, not {dtype}")
-        return dev.peak(dtype, False)
-    if path == "wgmma_tf32":
-        if dtype not in ("tf32", "fp32"):
-            raise ValueError(f"path wgmma_tf32 takes fp32 storage (tf32), not {dtype}")
-        return dev.peak("tf32", False)
-    raise ValueError(f"unknown path {path!r}")
+    if path not in _TENSOR_PATHS:
+        raise ValueError(f"unknown path {path!r}")
+    dtypes, takes, peak_dtype, issues_mma_sync = _TENSOR_PATHS[path]
+    if dtype not in dtypes:
+        raise ValueError(f"path {path} takes {takes}, not {dtype}")
+    return dev.peak(peak_dtype or dtype, mma_sync and issues_mma_sync)
 
 
 @dataclass
