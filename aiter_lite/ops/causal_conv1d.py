@@ -106,38 +106,25 @@ def _check_fwd(out, x, weight, bias, use_silu, variant) -> Optional[torch.Tensor
 
 
 def _launch_fwd(out, x, weight, bias, use_silu: bool, variant: int, fresh_out: bool = False) -> None:
-    """fresh_out: out was just allocated here, so it cannot alias an input (skips that check)."""
-    n = out.numel()
-    if n == 0:
+    """The general launcher (any strides, x on any GPU): what the torch.ops path runs, and the eager
+    calls _launch_fwd_fast leaves. fresh_out: out was just allocated here, so it cannot alias an input
+    (skips that check)."""
+    if out.numel() == 0:
         return
+    if not fresh_out and not torch.compiler.is_compiling():
+        check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
     mod = get_module(MODULE, backend_of(x))
     dev, stream = device_and_stream(x)
-    if dev >= 0 and dev != current_device_index():  # launch on x's GPU (rare: the hot path skips this)
-        if not fresh_out and not torch.compiler.is_compiling():
-            check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
+    if dev >= 0 and dev != current_device_index():  # launch on x's GPU
         with on_device(x):
             return _launch_fwd(out, x, weight, bias, use_silu, variant, fresh_out=True)
     bias_ptr = 0 if bias is None else bias.data_ptr()
     if (x.is_contiguous() and out.is_contiguous() and weight.is_contiguous()
-            and (bias is None or bias.is_contiguous())):  # the common case: 13 arguments instead of 22
-        xp, wp, op = x.data_ptr(), weight.data_ptr(), out.data_ptr()
-        if not fresh_out:
-            # check_no_alias's dense pre-test, inlined on the hot path: contiguity is known and the
-            # pointers are the launch's. (Calling check_no_alias here instead measured 12.0-12.5 us
-            # per tiny fwd(out=) call against 9.1-9.4 inline, H100 hosts, separate runs.) Only when
-            # a range test fires does the full check run (it names the argument).
-            nb = n * out.element_size()
-            wb = weight.numel() * weight.element_size()  # bias (D elements) is never longer than weight
-            if ((op < xp + nb and xp < op + nb) or (op < wp + wb and wp < op + nb)
-                    or (bias is not None and op < bias_ptr + wb and bias_ptr < op + nb)) \
-                    and not torch.compiler.is_compiling():
-                check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
+            and (bias is None or bias.is_contiguous())):  # 13 arguments instead of 22
         mod.causal_conv1d_fwd_contiguous(
-            xp, wp, bias_ptr, op, *x.shape, weight.shape[1],
+            x.data_ptr(), weight.data_ptr(), bias_ptr, out.data_ptr(), *x.shape, weight.shape[1],
             DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant, stream)
         return
-    if not fresh_out and not torch.compiler.is_compiling():
-        check_no_alias("out", out, (("x", x), ("weight", weight), ("bias", bias)))
     mod.causal_conv1d_fwd(
         x.data_ptr(), weight.data_ptr(), bias_ptr, out.data_ptr(),
         *x.shape, weight.shape[1], *x.stride(), *weight.stride(), 0 if bias is None else bias.stride(0),
@@ -256,6 +243,7 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
                   activation: Optional[str] = None, *, variant: str = "auto") -> torch.Tensor:
     """Functional forward: returns a new tensor laid out like x. activation: None or "silu"."""
     use_silu = _silu_flag(activation)
+    out = None  # allocated once: the general path below reuses it when the one-pass path declines
     if x.__class__ is torch.Tensor and x.is_contiguous() and not _is_compiling():
         out = torch.empty_like(x)
         if _launch_fwd_fast(out, x, weight, bias, use_silu, variant, fresh_out=True):
@@ -264,7 +252,7 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
         check_tensor("x", x, ndim=(3,))
         bias = _check_fwd(x, x, weight, bias, use_silu, variant)
     if use_direct_call():
-        out = torch.empty_like(x)
+        out = torch.empty_like(x) if out is None else out
         _launch_fwd(out, x, weight, bias, use_silu, VARIANTS[variant], fresh_out=True)
         return out
     return torch.ops.aiter_lite.causal_conv1d(x, weight, bias, use_silu, VARIANTS[variant])
