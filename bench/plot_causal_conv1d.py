@@ -7,10 +7,7 @@ import json
 import sys
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from plot_common import finish, new_axes
 
 STYLE = {"aiter_lite": "o", "aiter_lite_cl": "D", "dao": "s", "fla": "^", "torch": "x", "copy": "_"}  # markers only: points mix dtypes and widths
 
@@ -23,19 +20,14 @@ def main(src: str, dst: str) -> None:
             continue
         nbytes = 2 * r["B"] * r["D"] * r["L"] * {"fp16": 2, "bf16": 2, "fp32": 4}[r["dtype"]]
         series[r["impl"]].append((nbytes, r["tbps"], f'{r["dtype"]} {r["shape"]} w{r["W"]}'))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = new_axes()
     for impl, pts in series.items():
         pts.sort()
         ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], STYLE[impl], label=impl, alpha=0.85)
     ax.axhline(data["copy_tbps"], color="k", lw=1, ls="--", label=f'D2D copy {data["copy_tbps"]:.2f} TB/s')
     ax.set_xscale("log")
-    ax.set_xlabel("bytes moved (x read + out written), MB")
-    ax.set_ylabel("TB/s")
-    ax.set_title(f'causal_conv1d forward, {data["device"]}, {data["date"][:10]}')
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(dst, dpi=110)
+    finish(fig, ax, dst, xlabel="bytes moved (x read + out written), MB", ylabel="TB/s",
+           title=f'causal_conv1d forward, {data["device"]}, {data["date"][:10]}')
 
 
 if __name__ == "__main__":

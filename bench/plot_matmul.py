@@ -10,10 +10,7 @@ import argparse
 import json
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from plot_common import finish, new_axes
 
 COLORS = {"fp16": "tab:blue", "bf16": "tab:orange", "tf32": "tab:green", "fp32": "tab:red"}
 
@@ -34,19 +31,14 @@ def main(argv=None) -> None:
         series[(r["impl"], r["dtype"])][r["M"]] = r["tflops"]
     if not series:
         raise SystemExit("no square records with the default config in " + args.src)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = new_axes()
     for (impl, dtype), pts in sorted(series.items()):
         sizes = sorted(pts)
         ax.plot(sizes, [pts[s] for s in sizes], "-o" if impl == "aiter_lite" else "--s", color=COLORS.get(dtype),
                 label=f"{'aiter_lite' if impl == 'aiter_lite' else 'cuBLAS'} {dtype}", alpha=0.9, ms=4)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(f'matmul, {data["device"]}, {data["date"][:10]}')
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(args.dst, dpi=110)
+    finish(fig, ax, args.dst, xlabel="M = N = K", ylabel="TFLOP/s",
+           title=f'matmul, {data["device"]}, {data["date"][:10]}')
 
 
 if __name__ == "__main__":
