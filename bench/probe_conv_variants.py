@@ -3,11 +3,11 @@
 bench/jit_experiments.json), against a copy of the same bytes and the 1 GiB copy ceiling.
 
 Each module's contiguous forward binding is called directly on the same random data, its output
-checked against an fp32 reference first, then everything is timed with do_bench (L2 flushed) in
-interleaved rounds; medians per implementation.
+checked against the float64 reference (causal_conv1d_ref) first, then everything is timed with
+do_bench (L2 flushed) in interleaved rounds; medians per implementation.
 
   AITER_LITE_JIT_CONFIG=bench/jit_experiments.json python bench/probe_conv_variants.py \\
-      --modules module_causal_conv1d,module_causal_conv1d_stream --shapes fp16:8x5120x2048:4 --rounds 5
+      --modules module_causal_conv1d,<an experiment module of that file> --shapes fp16:8x5120x2048:4 --rounds 5
 """
 from __future__ import annotations
 
@@ -18,19 +18,13 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from aiter_lite.jit import get_module  # noqa: E402
+from aiter_lite.ops import causal_conv1d_ref  # noqa: E402
 from aiter_lite.ops._common import DTYPE_CODES  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-
-
-def reference(x, w, b):
-    width = w.shape[1]
-    y = F.conv1d(x.float(), w.float().unsqueeze(1), b.float(), padding=width - 1, groups=x.shape[1])
-    return F.silu(y[..., : x.shape[-1]])
 
 
 def main(argv=None) -> int:
@@ -62,7 +56,7 @@ def main(argv=None) -> int:
         x = torch.randn(B, D, L, device="cuda").to(dtype)
         w = torch.randn(D, W, device="cuda").to(dtype)
         b = torch.randn(D, device="cuda").to(dtype)
-        ref = reference(x, w, b)
+        ref = causal_conv1d_ref(x, w, b, "silu")  # float64
         copy_dst = torch.empty_like(x)
         impls = {"copy": lambda: copy_dst.copy_(x)}
         for name, mod in mods.items():
@@ -72,7 +66,7 @@ def main(argv=None) -> int:
                 DTYPE_CODES[dtype], True, 0, stream))
             call()
             torch.cuda.synchronize()
-            err = ((out.float() - ref).norm() / ref.norm()).item()
+            err = ((out.double() - ref).norm() / ref.norm()).item()
             if not err < 1e-2:
                 print(f"{name} {spec}: relative error {err:.3e}: wrong output", flush=True)
                 return 1
