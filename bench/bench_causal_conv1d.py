@@ -379,12 +379,12 @@ def main(argv=None) -> int:
                         us=2 * (1 << 30) / copy / 1e6, tbps=copy))
     with torch.inference_mode():
         try:
-            if args.fwd_shapes:
+            if fwd_shapes:
                 bench_forward(fwd_shapes, timer, dao, fla, notes, records, gen)
             elif not args.host_only:
                 bench_forward(QUICK_FWD if args.quick else FWD_SHAPES, timer, dao, fla, notes, records, gen)
                 bench_update(QUICK_UPDATE if args.quick else UPDATE_SHAPES, timer, dao, notes, records, gen)
-            if not args.fwd_shapes:
+            if not fwd_shapes:
                 bench_host(dao, notes, records)
         except Exception:  # noqa: BLE001 - keep what was measured
             notes.append("aborted: " + traceback.format_exc(limit=3))
