@@ -475,14 +475,17 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
 #pragma unroll
     for (int mb = 0; mb < kMBlocks; ++mb) wgmma::warpgroup_fence_operands(acc[mb]);
     wgmma::wgmma_fence();
+    // The k16 steps' descriptors differ from the stage's first ones only in the start-address
+    // field, which never carries into the next field (shared offsets are below 2^18): plain adds.
+    const uint64_t desc_a0 = wgmma::make_desc(kDescA, a_stage), desc_b0 = wgmma::make_desc(kDescB, b_stage);
 #pragma unroll
     for (int kk = 0; kk < Traits::kKSteps; ++kk) {
-      const uint64_t desc_b = wgmma::make_desc(kDescB, b_stage + kk * kBStepBytes);
+      const uint64_t desc_b = desc_b0 + wgmma::desc_field(kk * kBStepBytes);
       // The first k16 step of a tile overwrites the accumulators (scale-d 0): no zeroing pass.
       const uint32_t scale_d = (kt > range.begin || kk > 0) ? 1u : 0u;
 #pragma unroll
       for (int mb = 0; mb < kMBlocks; ++mb) {
-        const uint64_t desc_a = wgmma::make_desc(kDescA, a_stage + mb * 64 * Traits::kRowBytes + kk * kAStepBytes);
+        const uint64_t desc_a = desc_a0 + wgmma::desc_field(mb * 64 * Traits::kRowBytes + kk * kAStepBytes);
         wgmma::mma_async<kN, 0, kTransB>(acc[mb], desc_a, desc_b, scale_d, typename Traits::tag_t{});
       }
     }
@@ -674,7 +677,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // config's shared-memory size includes the slack).
   const uint32_t smem = (sm90::smem_u32(matmul_wgmma_smem) + 1023u) & ~1023u;
   constexpr int kMulticastSize = Traits::kMulticastSize, kClusterSize = Traits::kClusterSize;
-  const int warpgroup = threadIdx.x / 128;
+  // Broadcast from lane 0: the compiler then knows the value is warp-uniform, keeps what derives
+  // from it (the consumer's shared addresses, its wgmma descriptors) in uniform registers.
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
 
   if (threadIdx.x == 0) wgmma_init_ring<Traits>(smem, &tmap_a, &tmap_b);
   // No copy may signal a barrier (ours or, multicast, the peer's) before both CTAs initialized theirs.
