@@ -2,11 +2,14 @@
 row repack (ops/matmul_repack.py) of operands whose rows are not 128-byte aligned.
 
     python bench/probe_wgmma_configs.py --configs 17,21,27,28 --shapes 3000x3000x3000,4096x4096x4096 \
-        [--dtypes bf16,fp16] [--rounds 3] [--no-repack] [--out probe.json]
+        [--dtypes bf16,fp16] [--rounds 3] [--no-repack] [--modules module_matmul,...] [--out probe.json]
 
 Each round times cuBLAS (torch.matmul), the default (config -1) and each listed config with
 triton.testing.do_bench (medians, L2 flushed), on fresh random normal data per shape and dtype;
-every output is first checked against cuBLAS (relative Frobenius error). Prints TFLOP/s and the
+every output is first checked against cuBLAS (relative Frobenius error). With several --modules
+(builds of module_matmul registered in AITER_LITE_JIT_CONFIG: experiment variants, or the previous
+revision of the sources for an A/B of a kernel change) every module runs the same list in the same
+rounds. Prints TFLOP/s and the
 ratio to cuBLAS per round and the median ratio. --no-repack runs the kernels on the operands as they
 are (a misaligned operand then goes straight to the kernel), which is what a config that handles
 such rows itself needs to be compared on.
@@ -39,9 +42,10 @@ def main(argv=None) -> int:
     ap.add_argument("--b-layout", choices=("n", "t"), default="n",
                     help="n: b a row-major [K, N] tensor; t: b = w.t() for a row-major [N, K] w")
     ap.add_argument("--out", default=None, help="JSON with every timing")
-    ap.add_argument("--module", default=None,
-                    help="run a variant build of module_matmul registered under this name (an extra registry "
-                         "in AITER_LITE_JIT_CONFIG), for experiments; the check against cuBLAS is skipped")
+    ap.add_argument("--modules", default="module_matmul",
+                    help="comma-separated builds of module_matmul (extra registries in AITER_LITE_JIT_CONFIG)")
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip the check against cuBLAS (experiment builds whose output is wrong by design)")
     args = ap.parse_args(argv)
 
     import triton.testing
@@ -49,8 +53,8 @@ def main(argv=None) -> int:
     import aiter_lite
     from aiter_lite.ops.matmul import matmul_plan
 
-    if args.module:
-        sys.modules["aiter_lite.ops.matmul"].MODULE = args.module
+    ops_matmul = sys.modules["aiter_lite.ops.matmul"]
+    modules = [m for m in args.modules.split(",") if m]
     if args.no_repack:
         sys.modules["aiter_lite.ops.matmul"].maybe_repack = lambda t, flops: t
     configs = [-1] + [int(c) for c in args.configs.split(",") if c]
@@ -67,15 +71,21 @@ def main(argv=None) -> int:
             out = torch.empty(m, n, device="cuda", dtype=dtype)
             ref = torch.matmul(a, b).float()
             runs = {"cublas": lambda: torch.matmul(a, b, out=out)}
-            labels = {"cublas": "cublas"}
-            for c in configs:
-                res = aiter_lite.matmul(a, b, out, config=c)
+            labels = {}
+            entries = [(mod, c) for mod in modules for c in configs]  # (module, config)
+
+            def call(mod, c):
+                ops_matmul.MODULE = mod
+                return aiter_lite.matmul(a, b, out, config=c)
+
+            for mod, c in entries:
+                res = call(mod, c)
                 err = ((res.float() - ref).norm() / ref.norm()).item()
-                if not err < 1e-2 and not args.module:
-                    print(f"MISMATCH {m}x{n}x{k} {name} config {c}: rel err {err:.3g}")
+                if not err < 1e-2 and not args.no_check:
+                    print(f"MISMATCH {m}x{n}x{k} {name} {mod} config {c}: rel err {err:.3g}")
                     return 1
-                labels[c] = str(matmul_plan(a, b, out, config=c))
-                runs[c] = (lambda c=c: aiter_lite.matmul(a, b, out, config=c))
+                labels[mod, c] = str(matmul_plan(a, b, out, config=c))
+                runs[mod, c] = (lambda mod=mod, c=c: call(mod, c))
             flop = 2.0 * m * n * k
             per = {key: [] for key in runs}
             for _ in range(args.rounds):
@@ -83,13 +93,15 @@ def main(argv=None) -> int:
                     per[key].append(triton.testing.do_bench(fn, warmup=25, rep=args.rep_ms, return_mode="median"))
             base = statistics.median(per["cublas"])
             line = [f"{m}x{n}x{k} {name}: cuBLAS {flop / base / 1e9:.0f}"]
-            for key in configs:
-                ratios = [cb / ours for cb, ours in zip(per["cublas"], per[key])]
-                ms = statistics.median(per[key])
-                line.append(f"{'auto' if key == -1 else key} [{labels[key]}] {flop / ms / 1e9:.0f} "
+            for mod, c in entries:
+                ratios = [cb / ours for cb, ours in zip(per["cublas"], per[mod, c])]
+                ms = statistics.median(per[mod, c])
+                prefix = f"{mod} " if len(modules) > 1 else ""
+                line.append(f"{prefix}{'auto' if c == -1 else c} [{labels[mod, c]}] {flop / ms / 1e9:.0f} "
                             f"({statistics.median(ratios):.3f}x; rounds {', '.join(f'{r:.3f}' for r in ratios)})")
-                records.append({"M": m, "N": n, "K": k, "dtype": name, "config": key, "kernel": labels[key],
-                                "us": [x * 1e3 for x in per[key]], "cublas_us": [x * 1e3 for x in per["cublas"]],
+                records.append({"M": m, "N": n, "K": k, "dtype": name, "module": mod, "config": c,
+                                "kernel": labels[mod, c], "us": [x * 1e3 for x in per[mod, c]],
+                                "cublas_us": [x * 1e3 for x in per["cublas"]],
                                 "ratio_median": statistics.median(ratios), "repack": not args.no_repack,
                                 "b_layout": args.b_layout})
             print("\n  ".join(line))
