@@ -26,11 +26,14 @@ def main() -> None:
     p.add_argument("--modules", default="module_matmul", help="comma-separated module_matmul builds")
     p.add_argument("--config", type=int, default=-1, help="matmul config (-1: the planner's)")
     p.add_argument("--repeat", type=int, default=1, help="profiled calls per implementation")
+    p.add_argument("--b-layout", choices=("n", "t"), default="n",
+                   help="n: b a row-major [K, N] tensor; t: b = w.t() for a row-major [N, K] w")
     args = p.parse_args()
     m, n, k = (int(v) for v in args.shape.split("x"))
     dtype = DTYPES[args.dtype]
     a = torch.randn(m, k, device="cuda", dtype=dtype)
-    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype) if args.b_layout == "n" else \
+        torch.randn(n, k, device="cuda", dtype=dtype).t()
     out = torch.empty(m, n, device="cuda", dtype=dtype)
     ops_matmul = importlib.import_module("aiter_lite.ops.matmul")
 
