@@ -224,15 +224,24 @@ __device__ __forceinline__ WgmmaTile wgmma_tile(int32_t unit, const WgmmaArgs<ty
   const int32_t rank_m = Traits::kCluster > 1 ? static_cast<int32_t>(rank % Traits::kCluster) : 0;
   const int32_t rank_n = Traits::kClusterN > 1 ? static_cast<int32_t>(rank / Traits::kCluster) : 0;
   constexpr int32_t kGroupM = Traits::kGroupM;
-  const int32_t z = unit / args.units_per_batch;
+  // Integer divisions cost about twenty instructions each, and this runs once or twice per tile in
+  // every consumer thread: skip those whose divisor is known (one batch entry; a full raster group
+  // of kGroupM rows, a power of two).
+  const int32_t z = args.total_units == args.units_per_batch ? 0 : unit / args.units_per_batch;
   const int32_t r = unit - z * args.units_per_batch;
   const int32_t group_size = kGroupM * args.units_n;
   const int32_t group = r / group_size;
   const int32_t first_m = group * kGroupM;
   const int32_t group_m = min(args.units_m - first_m, kGroupM);
   const int32_t local = r - group * group_size;
-  const int32_t um = first_m + local % group_m;
-  const int32_t un = local / group_m;
+  int32_t um, un;
+  if (group_m == kGroupM) {
+    um = first_m + static_cast<int32_t>(static_cast<uint32_t>(local) % kGroupM);  // local >= 0: a mask
+    un = static_cast<int32_t>(static_cast<uint32_t>(local) / kGroupM);
+  } else {  // the last, partial group
+    um = first_m + local % group_m;
+    un = local / group_m;
+  }
   return {(um * Traits::kCluster + rank_m) * Traits::kBM, (un * Traits::kClusterN + rank_n) * Traits::kBN, z};
 }
 
@@ -558,8 +567,12 @@ __device__ __forceinline__ void wgmma_consumer(const WgmmaArgs<typename Traits::
 // wgmma_consumer does, and only converts the last kDeferredPieces pieces into the warp's slots of
 // shared memory (one 2 KB slot each; no registers are held). Their global stores wait until the
 // next tile's first two k-tiles are issued (wgmma_mainloop's hook), so that the tensor cores have
-// work while they drain. The CTA's last tile is stored at once, whole; a tile followed by a tile of
-// one k-tile has its deferred pieces stored after that tile's mainloop instead.
+// work while they drain. A tile followed by a tile of one k-tile has its deferred pieces stored
+// after that tile's mainloop instead, and the CTA's last tile after the loop: its pieces 0 ..
+// BN / 64 - kDeferredPieces - 1 go through the same code as every other tile's. (The last tile used
+// to be stored whole by a separate epilogue;
+// that code ran once per CTA, always from a cold instruction cache: ncu's stall sampling at 4096^3
+// put 5% of the consumer warps' samples on instruction fetch in the per-tile code.)
 template <class Traits>
 __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename Traits::elem_t>& args, uint32_t smem,
                                                        uint32_t rank, int32_t first_unit, int32_t unit_step,
@@ -602,16 +615,13 @@ __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename 
     wgmma_mainloop<Traits>(acc, smem, consumer, lane, range, stage, phase, flush);
     flush();  // a tile of one k-tile never ran the hook
     const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
-    if (unit + unit_step >= args.total_units) {  // the CTA's last tile: nothing to overlap with
-      wgmma_epilogue<Traits>(acc, args, tile, smem, consumer);
-    } else {
-      if constexpr (kFirstDeferred > 0) wgmma_epilogue<Traits, 0, kFirstDeferred>(acc, args, tile, smem, consumer);
+    if constexpr (kFirstDeferred > 0) wgmma_epilogue<Traits, 0, kFirstDeferred>(acc, args, tile, smem, consumer);
 #pragma unroll
-      for (int d = 0; d < kDeferred; ++d)
-        wgmma_stage_piece<Traits>(acc, 0, kFirstDeferred + d, lane, slots + d * 2048);
-      __syncwarp();  // the slots are written before any lane reads them back (in flush)
-      held_unit = unit;
-    }
+    for (int d = 0; d < kDeferred; ++d)
+      wgmma_stage_piece<Traits>(acc, 0, kFirstDeferred + d, lane, slots + d * 2048);
+    __syncwarp();  // the slots are written before any lane reads them back (in flush)
+    held_unit = unit;
+    if (unit + unit_step >= args.total_units) flush();  // the CTA's last tile: nothing to overlap with
   }
 }
 
