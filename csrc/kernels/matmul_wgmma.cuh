@@ -372,14 +372,22 @@ __device__ __forceinline__ void wgmma_release(uint32_t empty_bar, int lane) {
 
 // One 16-byte chunk of a row (8 outputs, packed) to out[row][col .. col+7]: a single vector store
 // when the output allows it, else element by element inside the bounds (kClip) and strides.
+// Measurement only (bench/gpu_wgmma_experiments.sh, bench/jit_experiments.json): an experiment build
+// runs everything but the epilogue's global stores (they would need m < 0 to run), to see what the
+// stores cost.
+template <typename T>
+__device__ __forceinline__ bool wgmma_experiment_skip_stores(const WgmmaArgs<T>& args) {
+#if defined(AITER_LITE_WGMMA_EXPERIMENT_NO_STORE)
+  return args.m >= 0;
+#else
+  return false;
+#endif
+}
+
 template <typename T, bool kClip>
 __device__ __forceinline__ void wgmma_store_chunk(T* out, const WgmmaArgs<T>& args, int32_t row, int32_t col,
                                                   uint4 v) {
-#if defined(AITER_LITE_WGMMA_EXPERIMENT_NO_STORE)
-  // Measurement only (bench/gpu_wgmma_experiments.sh, bench/jit_experiments.json): everything but the
-  // global stores, which would need m < 0 to run, to see what the epilogue's stores cost.
-  if (args.m >= 0) return;
-#endif
+  if (wgmma_experiment_skip_stores(args)) return;
   if (kClip && row >= args.m) return;
   T* out_row = out + row * args.out_row_stride;
   if (args.out_vec && (!kClip || col + 8 <= args.n)) {
@@ -428,12 +436,24 @@ __device__ __forceinline__ void wgmma_flush_piece(const WgmmaArgs<typename Trait
   const int32_t row0 = tile.m0 + consumer * Traits::kWgRows + mb * 64 + warp * 16;
   // Read-back: lane l takes chunk l % 8 of rows l / 8 + 4i.
   const int ld_row = lane / 8, ld_chunk = lane % 8;
+  const int32_t col = tile.n0 + piece * 64 + ld_chunk * 8;
+  uint4 v[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int r = ld_row + 4 * i;
-    const uint4 v = sm90::lds_128(slot + r * 128 + ((ld_chunk ^ (r % 8)) << 4));
-    wgmma_store_chunk<T, kClip>(out, args, row0 + r, tile.n0 + piece * 64 + ld_chunk * 8, v);
+    v[i] = sm90::lds_128(slot + r * 128 + ((ld_chunk ^ (r % 8)) << 4));
   }
+  if (!kClip && args.out_vec && !wgmma_experiment_skip_stores(args)) {
+    // Interior tile, vector stores: one address, then a constant row step (the general path below
+    // recomputes a 64-bit row address per chunk, in the epilogue's critical path).
+    T* p = out + static_cast<int64_t>(row0 + ld_row) * args.out_row_stride + col;
+    const int64_t step = 4 * args.out_row_stride;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) *reinterpret_cast<uint4*>(p + i * step) = v[i];
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) wgmma_store_chunk<T, kClip>(out, args, row0 + ld_row + 4 * i, col, v[i]);
 }
 
 // Pieces [kPiece0, kPiece1) of every m64 block, through the warp's slot 0.
