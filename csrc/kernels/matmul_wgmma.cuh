@@ -370,8 +370,6 @@ __device__ __forceinline__ void wgmma_release(uint32_t empty_bar, int lane) {
   }
 }
 
-// One 16-byte chunk of a row (8 outputs, packed) to out[row][col .. col+7]: a single vector store
-// when the output allows it, else element by element inside the bounds (kClip) and strides.
 // Measurement only (bench/gpu_wgmma_experiments.sh, bench/jit_experiments.json): an experiment build
 // runs everything but the epilogue's global stores (they would need m < 0 to run), to see what the
 // stores cost.
@@ -384,6 +382,8 @@ __device__ __forceinline__ bool wgmma_experiment_skip_stores(const WgmmaArgs<T>&
 #endif
 }
 
+// One 16-byte chunk of a row (8 outputs, packed) to out[row][col .. col+7]: a single vector store
+// when the output allows it, else element by element inside the bounds (kClip) and strides.
 template <typename T, bool kClip>
 __device__ __forceinline__ void wgmma_store_chunk(T* out, const WgmmaArgs<T>& args, int32_t row, int32_t col,
                                                   uint4 v) {
@@ -588,11 +588,10 @@ __device__ __forceinline__ void wgmma_consumer(const WgmmaArgs<typename Traits::
 // shared memory (one 2 KB slot each; no registers are held). Their global stores wait until the
 // next tile's first two k-tiles are issued (wgmma_mainloop's hook), so that the tensor cores have
 // work while they drain. A tile followed by a tile of one k-tile has its deferred pieces stored
-// after that tile's mainloop instead, and the CTA's last tile after the loop: its pieces 0 ..
-// BN / 64 - kDeferredPieces - 1 go through the same code as every other tile's. (The last tile used
-// to be stored whole by a separate epilogue;
-// that code ran once per CTA, always from a cold instruction cache: ncu's stall sampling at 4096^3
-// put 5% of the consumer warps' samples on instruction fetch in the per-tile code.)
+// after that tile's mainloop instead, and the CTA's last tile right after they are staged: every
+// tile, the last included, goes through the same epilogue code. (The last tile used to be stored
+// whole by a separate epilogue, code that ran once per CTA and always from a cold instruction cache:
+// ncu's stall sampling at 4096^3 put 5% of the warps' samples on instruction fetch in per-tile code.)
 template <class Traits>
 __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename Traits::elem_t>& args, uint32_t smem,
                                                        uint32_t rank, int32_t first_unit, int32_t unit_step,
