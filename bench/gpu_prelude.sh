@@ -1,6 +1,6 @@
 # Sourced by the bench/gpu_*.sh device scripts (run from the repo root): $OUT (default /tmp/out), the
 # environment (unbuffered Python, the repo on PYTHONPATH, cache and lock dirs under /tmp), t0 for
-# elapsed-time labels, the device line in $OUT/env.txt, and cold_build_matmul.
+# elapsed-time labels, the device line in $OUT/env.txt, cold_build and cold_build_matmul.
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -8,10 +8,16 @@ export AITER_LITE_CACHE_DIR="${AITER_LITE_CACHE_DIR:-/tmp/aiter_lite_cache}" AIT
 t0=$SECONDS
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
 
-# module_matmul built from scratch (the cache entry cleared first), its time in $OUT/build.txt.
+# cold_build MODULE FILE: MODULE built from scratch (the cache entry cleared first), the tail of the
+# build's output and its time in FILE (and on stdout).
+cold_build() {
+  python3 -m aiter_lite -q clear "$1" >/dev/null 2>&1
+  ( /usr/bin/time -f "$1 cold build %e s" python3 -m aiter_lite -q build "$1" --backend cuda ) \
+    2>&1 | tail -3 | tee "$2"
+}
+
+# module_matmul built from scratch, its time in $OUT/build.txt.
 cold_build_matmul() {
   echo "== cold build of module_matmul"
-  python3 -m aiter_lite -q clear module_matmul >/dev/null 2>&1
-  ( /usr/bin/time -f "module_matmul cold build %e s" python3 -m aiter_lite -q build module_matmul --backend cuda ) \
-    2>&1 | tail -3 | tee "$OUT/build.txt"
+  cold_build module_matmul "$OUT/build.txt"
 }

@@ -14,9 +14,7 @@ export AITER_LITE_JIT_CONFIG="$PWD/.peers/base/jit_base.json"
 
 echo "== builds: module_matmul and module_matmul_base (t=$((SECONDS - t0)) s)"
 for mod in module_matmul module_matmul_base; do
-  python3 -m aiter_lite -q clear "$mod" >/dev/null 2>&1
-  ( /usr/bin/time -f "$mod cold build %e s" python3 -m aiter_lite -q build "$mod" --backend cuda ) \
-    > "$OUT/build_$mod.txt" 2>&1 &
+  cold_build "$mod" "$OUT/build_$mod.txt" >/dev/null &
 done
 wait
 tail -n 2 "$OUT"/build_*.txt
