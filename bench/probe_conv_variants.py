@@ -4,7 +4,12 @@ bench/jit_experiments.json), against a copy of the same bytes and the 1 GiB copy
 
 Each module's contiguous forward binding is called directly on the same random data, its output
 checked against the float64 reference (causal_conv1d_ref) first, then everything is timed with
-do_bench (L2 flushed) in interleaved rounds; medians per implementation.
+do_bench (L2 flushed) in interleaved rounds; medians per implementation. --dao adds causal-conv1d's
+kernel (from the carried .peers) on the same data. --stat trimmed takes each round's mean over the
+middle 60% of do_bench's repetitions instead of their median: CUDA events tick in steps of about
+0.6 us on an H100, so the median of a ~10 us kernel jumps between steps, while the trimmed mean
+resolves differences below one step and, unlike a plain mean (--stat mean), ignores the repetitions
+a slow host call delayed (causal-conv1d's Python wrapper takes ~40 us per call).
 
   AITER_LITE_JIT_CONFIG=bench/jit_experiments.json python bench/probe_conv_variants.py \\
       --modules module_causal_conv1d,<an experiment module of that file> --shapes fp16:8x5120x2048:4 --rounds 5
@@ -33,11 +38,26 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default="fp16:8x5120x2048:4,bf16:8x5120x2048:4,fp16:8x4096x4096:2,bf16:8x4096x4096:2")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--dao", action="store_true", help="time causal-conv1d's forward too (needs .peers)")
+    p.add_argument("--peers", default=".peers")
+    p.add_argument("--stat", choices=("median", "mean", "trimmed"), default="median",
+                   help="per-round statistic over do_bench's repetitions")
     args = p.parse_args(argv)
     from triton.testing import do_bench
 
     def timer(fn):
-        return do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
+        if args.stat != "trimmed":
+            return do_bench(fn, warmup=25, rep=100, return_mode=args.stat) * 1e3
+        times = sorted(do_bench(fn, warmup=25, rep=100, return_mode="all"))
+        cut = len(times) // 5
+        middle = times[cut:len(times) - cut] or times
+        return sum(middle) / len(middle) * 1e3
+
+    dao = None
+    if args.dao:
+        sys.path.insert(0, args.peers)
+        import peers  # noqa: PLC0415
+        dao, _ = peers.dao_causal_conv1d(root=args.peers)
 
     n = 1 << 30
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
@@ -71,6 +91,13 @@ def main(argv=None) -> int:
                 print(f"{name} {spec}: relative error {err:.3e}: wrong output", flush=True)
                 return 1
             impls[name] = call
+        if dao is not None and W <= 4:
+            out = dao.causal_conv1d_fn(x, w, b, activation="silu")
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            if not err < 1e-2:
+                print(f"dao {spec}: relative error {err:.3e}: wrong output", flush=True)
+                return 1
+            impls["dao"] = lambda: dao.causal_conv1d_fn(x, w, b, activation="silu")
         times = {k: [] for k in impls}
         for _ in range(args.rounds):
             for k, fn in impls.items():

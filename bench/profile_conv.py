@@ -5,6 +5,9 @@
 
 Warms up (JIT build, peer build) outside the profiled range, then runs each implementation once
 between cudaProfilerStart/Stop: aiter_lite dense, aiter_lite channel-last, and dao if .peers loads.
+--modules A,B adds each registered module's dense forward (its binding called directly: experiment
+builds from AITER_LITE_JIT_CONFIG side by side), --copy a torch copy of the same bytes (the kernel
+to compare with: -k regex:"causal_conv1d|copy").
 """
 import argparse
 import sys
@@ -12,6 +15,8 @@ import sys
 import torch
 
 import aiter_lite
+from aiter_lite.jit import get_module
+from aiter_lite.ops._common import DTYPE_CODES
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -22,6 +27,8 @@ def main() -> None:
     p.add_argument("--width", type=int, default=4)
     p.add_argument("--dtype", default="fp16", choices=sorted(DTYPES))
     p.add_argument("--peers", default=".peers")
+    p.add_argument("--modules", default="", help="comma-separated registered modules to profile as well")
+    p.add_argument("--copy", action="store_true", help="also profile a copy of x's bytes")
     args = p.parse_args()
     B, D, L = (int(v) for v in args.shape.split("x"))
     dtype = DTYPES[args.dtype]
@@ -32,6 +39,15 @@ def main() -> None:
     out, out_cl = torch.empty_like(x), torch.empty_like(x_cl)
     impls = [("dense", lambda: aiter_lite.causal_conv1d_fwd(out, x, w, b, True)),
              ("channel_last", lambda: aiter_lite.causal_conv1d_fwd(out_cl, x_cl, w, b, True))]
+    stream = torch.cuda.current_stream().cuda_stream
+    for name in filter(None, args.modules.split(",")):
+        mod, mod_out = get_module(name, "cuda"), torch.empty_like(x)
+        impls.append((name, lambda mod=mod, o=mod_out: mod.causal_conv1d_fwd_contiguous(
+            x.data_ptr(), w.data_ptr(), b.data_ptr(), o.data_ptr(), B, D, L, args.width, DTYPE_CODES[dtype],
+            DTYPE_CODES[dtype], True, 0, stream)))
+    if args.copy:
+        copy_out = torch.empty_like(x)
+        impls.append(("copy", lambda: copy_out.copy_(x)))
     try:
         sys.path.insert(0, args.peers)
         import peers  # noqa: PLC0415
