@@ -199,6 +199,40 @@ struct FastDivmod {
   }
 };
 
+// The same for 32-bit numerators below 2^31 (tile indices): one multiply-high, an add and a shift,
+// where the 64-bit form above takes about 15 instructions per division. n + t cannot overflow
+// because t <= n < 2^31.
+struct FastDivmod32 {
+  uint32_t divisor;
+  uint32_t multiplier;
+  uint32_t shift;
+
+  FastDivmod32() = default;
+  explicit FastDivmod32(int64_t d_in) {
+    const uint64_t d = d_in < 1 ? 1 : static_cast<uint64_t>(d_in);  // callers pass d < 2^31
+    uint32_t l = 0;  // ceil(log2(d))
+    while ((uint64_t{1} << l) < d) ++l;
+    divisor = static_cast<uint32_t>(d);
+    multiplier = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << l) - d)) / d + 1);
+    shift = l;
+  }
+
+  __host__ __device__ __forceinline__ uint32_t div(uint32_t n) const {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+    const uint32_t t = __umulhi(multiplier, n);
+#else
+    const uint32_t t = static_cast<uint32_t>((uint64_t{multiplier} * n) >> 32);
+#endif
+    return (t + n) >> shift;
+  }
+  __host__ __device__ __forceinline__ uint32_t divmod(uint32_t& rem, uint32_t n) const {
+    const uint32_t q = div(n);
+    rem = n - q * divisor;
+    return q;
+  }
+  __host__ __device__ __forceinline__ uint32_t mod(uint32_t n) const { return n - div(n) * divisor; }
+};
+
 }  // namespace conv1d
 }  // namespace aiter_lite
 

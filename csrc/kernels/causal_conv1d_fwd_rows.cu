@@ -9,10 +9,12 @@
 //   - the width-1 elements before a vector come from the previous lane by warp shuffle; lane 0
 //     takes them from the last lane's previous vector, and for the tile's first vector from global
 //     memory, read together with x (zero before the row start, which is the causal padding);
-//   - the compute has no masking at all, and indices inside a row are 32-bit.
+//   - the compute has no masking at all, and indices inside a row are 32-bit;
+//   - tile indices are 32-bit too (a tile holds at least 512 bytes, so a tensor that fits in memory
+//     has far fewer than 2^31 of them; fwd_rows_plan declines the rest), which makes the row and
+//     channel of a tile three instructions each instead of a 64-bit multiply-high sequence.
 // kVecs (1 or 4 vectors per lane) trades weight-load amortisation against parallelism for small
 // problems; see fwd_rows_plan.
-#include <algorithm>
 #include <cstdint>
 
 #include "causal_conv1d_common.cuh"
@@ -32,7 +34,10 @@ struct FwdRowsTraits {
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kThreads = 128;
-  static constexpr int kMinBlocks = 8;  // <= 64 registers: 32 warps per SM keep enough loads in flight
+  // Blocks per SM: 8 (<= 64 registers) keeps enough loads in flight; 16-bit 4-vector tiles of width
+  // <= 6 fit 40 registers without spilling, and 12 blocks (48 warps) of them moved 8x5120x2048 fp16
+  // from 0.952 to 0.963 of the copy ceiling on an H100 (do_bench A/B, 7 rounds).
+  static constexpr int kMinBlocks = (kVecs_ == 4 && sizeof(T_) == 2 && kWidth_ <= 6) ? 12 : 8;
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
   static constexpr int kVecs = kVecs_;
@@ -52,8 +57,8 @@ struct FwdRowsArgs {
   WeightArgs w;
   int64_t seqlen;
   int32_t row_vecs;    // L / kNElts
-  int64_t n_tiles;     // rows * tiles_per_row
-  FastDivmod div_tiles_per_row, div_dim;
+  uint32_t n_tiles;    // rows * tiles_per_row < 2^31
+  FastDivmod32 div_tiles_per_row, div_dim;
   bool silu;
 };
 
@@ -73,13 +78,13 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
 
-  for (int64_t tile = static_cast<int64_t>(blockIdx.x) * Ktraits::kWarps + warp; tile < a.n_tiles;
-       tile += static_cast<int64_t>(gridDim.x) * Ktraits::kWarps) {
-    int64_t seg;
-    const int64_t row = a.div_tiles_per_row.divmod(seg, tile);
-    const int64_t d = a.div_dim.mod(row);
-    const T* __restrict__ xr = static_cast<const T*>(a.x) + row * a.seqlen;
-    T* __restrict__ orow = static_cast<T*>(a.out) + row * a.seqlen;
+  // tile + stride stays below 2^32: both terms are below 2^31.
+  for (uint32_t tile = blockIdx.x * Ktraits::kWarps + warp; tile < a.n_tiles; tile += gridDim.x * Ktraits::kWarps) {
+    uint32_t seg;
+    const uint32_t row = a.div_tiles_per_row.divmod(seg, tile);
+    const uint32_t d = a.div_dim.mod(row);
+    const T* __restrict__ xr = static_cast<const T*>(a.x) + static_cast<int64_t>(row) * a.seqlen;
+    T* __restrict__ orow = static_cast<T*>(a.out) + static_cast<int64_t>(row) * a.seqlen;
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
     const int v0 = static_cast<int>(seg) * Ktraits::kTileVecs + lane;  // this lane's first vector
 
@@ -149,11 +154,12 @@ void fwd_rows_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStr
   a.seqlen = p.seqlen;
   a.row_vecs = static_cast<int32_t>(p.seqlen / Ktraits::kNElts);
   const int64_t tiles_per_row = (a.row_vecs + Ktraits::kTileVecs - 1) / Ktraits::kTileVecs;
-  a.n_tiles = p.batch * p.dim * tiles_per_row;
-  a.div_tiles_per_row = FastDivmod(tiles_per_row);
-  a.div_dim = FastDivmod(p.dim);
+  const int64_t n_tiles = p.batch * p.dim * tiles_per_row;  // < 2^31: fwd_rows_plan checked
+  a.n_tiles = static_cast<uint32_t>(n_tiles);
+  a.div_tiles_per_row = FastDivmod32(tiles_per_row);
+  a.div_dim = FastDivmod32(p.dim);
   a.silu = p.silu;
-  const int64_t blocks = std::min((a.n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps, kMaxGridX);
+  const int64_t blocks = (n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps;
   causal_conv1d_fwd_rows_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
   AITER_LITE_LAUNCH_CHECK();
 }
@@ -165,13 +171,18 @@ FwdRowsPlan fwd_rows_plan(const CausalConv1dFwdParams& p) {
   FwdRowsPlan plan{};
   if (p.width > kMaxTemplateWidth || p.seqlen % n_elts != 0 || p.seqlen / n_elts > INT32_MAX / 4) return plan;
   const int64_t row_vecs = p.seqlen / n_elts;
+  if (p.batch * p.dim * ((row_vecs + kWarpSize - 1) / kWarpSize) > INT32_MAX) return plan;  // 32-bit tile indices
   // Share of a row's tiles that is real work (the rest are lanes past the row end).
   auto efficiency = [&](int64_t tile_vecs) {
     return static_cast<double>(row_vecs) / static_cast<double>(((row_vecs + tile_vecs - 1) / tile_vecs) * tile_vecs);
   };
-  // 4 vectors per lane once there is about one full wave of such warps on a large GPU (132 SMs x 32
-  // warps x 128 vectors); below that, one vector per lane spreads the work over more warps.
-  constexpr int64_t kLargeVecs = int64_t{132} * 32 * 4 * kWarpSize;
+  // One vector per lane while those warps all fit on a large GPU at once (132 SMs x 48 warps at <= 40
+  // registers): the compute then spreads over as many warps as possible. Past that, one-vector warps
+  // run in several rounds, each paying a block launch and a DRAM round trip, and 4 vectors per lane
+  // (all loads issued together, weights loaded once) are faster. H100, do_bench A/B: 2x2048x1024
+  // fp16 12.45 -> 11.01 us with 4 vectors; 1x512x2048 bf16 6.56 -> 7.40 us (one round: fewer warps
+  // serialise the compute).
+  constexpr int64_t kLargeVecs = int64_t{132} * 48 * kWarpSize;
   const int64_t total_vecs = p.batch * p.dim * row_vecs;
   if (total_vecs >= kLargeVecs && efficiency(4 * kWarpSize) >= 0.75) plan.vecs_per_lane = 4;
   else if (efficiency(kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
