@@ -33,6 +33,7 @@
 #include "causal_conv1d_fwd_rows.h"
 #include "causal_conv1d_params.h"
 #include "dtype_traits.cuh"
+#include "per_device.h"
 #include "port.h"
 #include "vec.cuh"
 
@@ -278,7 +279,8 @@ struct FwdChannelLastTraits {
   // wider filters keep 128 so that their weights and window do not spill
   static constexpr int kMinBlocks = kV == 1 ? 4 : (kWidth <= 4 ? 6 : 4);
   static constexpr int kUnroll = 4;     // time steps loaded together
-  static constexpr int kMaxChunk = 64;  // time steps per work item, at most
+  static constexpr int kMinChunk = 8;   // time steps per work item, at least, when the items fill the GPU
+  static constexpr int kMaxChunk = 64;  // time steps per work item, at most, on problems too small for that
   static constexpr int64_t kTargetThreads = int64_t{1} << 17;  // enough to fill an H100 twice over
   using vec_t = Vec<T, kV>;
   static_assert(kV == 1 || sizeof(vec_t) == kChannelLastVecBytes, "a channel group is one element or one vector");
@@ -346,11 +348,14 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
       for (int c = 0; c < kV; ++c) win[i][c] = to_float(halo[i].elt[c]);
 
     for (int64_t t = t0; t < t_end; t += kUnroll) {
-      if (t != t0) {
+      // The next kUnroll steps are loaded before this step's compute and stores: each thread then
+      // keeps two groups of loads in flight, where loading after the stores left the memory
+      // system idle for a round trip per group (ncu, H100: 29% achieved occupancy at 78 registers,
+      // so a thread's own loads are what hides the latency).
+      vec_t xn[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          if (t + u < t_end) xv[u].load(xp + (t + u) * a.x_seq_stride);
-      }
+      for (int u = 0; u < kUnroll; ++u)
+        if (t + kUnroll + u < t_end) xn[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (t + u < t_end) {
@@ -373,8 +378,47 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
           }
         }
       }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) xv[u] = xn[u];
     }
   }
+}
+
+// Threads of the channel-last kernel the current device runs at once, read once per device.
+template <class Ktraits>
+int64_t channel_last_resident_threads() {
+  static std::atomic<int64_t> cache[kMaxCachedDevices] = {};
+  return per_device(cache, [](int dev) {
+    int sms = 0, per_sm = 0;
+    AITER_LITE_GPU_CHECK(gpuDeviceGetAttribute(&sms, gpuDevAttrMultiProcessorCount, dev));
+    AITER_LITE_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, causal_conv1d_fwd_channel_last_kernel<Ktraits>, Ktraits::kThreads, 0));
+    return std::max<int64_t>(1, int64_t{sms} * per_sm) * Ktraits::kThreads;
+  });
+}
+
+// Time steps per work item. Each item is one thread's walk along t, so the items should fill whole
+// rounds of resident threads: with a fixed chunk length, 8x5120x2048 fp16 made 3.2 rounds on an H100
+// and the last fifth of a round ran on a fifth of the GPU. So: the fewest rounds whose slots the
+// items fill to >= 80%, with chunks of at least kMinChunk steps (each re-reads a halo). Problems too
+// small for that take chunks of up to kMaxChunk steps sized to make about kTargetThreads items.
+template <class Ktraits>
+int64_t channel_last_chunk_len(int64_t batch, int64_t seqlen, int64_t n_groups) {
+  constexpr int64_t kU = Ktraits::kUnroll;
+  const int64_t rows = batch * n_groups;  // items per time chunk
+  const int64_t resident = channel_last_resident_threads<Ktraits>();
+  for (int64_t rounds = 1; rounds <= 8; ++rounds) {
+    const int64_t chunks = rounds * resident / rows;  // per sequence, to fit in `rounds` rounds
+    if (chunks < 1) continue;
+    const int64_t len = ((seqlen + chunks - 1) / chunks + kU - 1) / kU * kU;
+    if (len < Ktraits::kMinChunk) break;  // more rounds only make the chunks shorter
+    const int64_t items = rows * ((seqlen + len - 1) / len);
+    if (items * 5 >= rounds * resident * 4) return len;
+  }
+  const int64_t steps = rows * seqlen;
+  const int64_t per_thread = (steps + Ktraits::kTargetThreads - 1) / Ktraits::kTargetThreads;
+  const int64_t unrolls = std::min<int64_t>((per_thread + kU - 1) / kU, Ktraits::kMaxChunk / kU);
+  return std::max<int64_t>(unrolls, 1) * kU;
 }
 
 template <typename T, int kW, int kV>
@@ -386,13 +430,7 @@ void fwd_channel_last_launch(const CausalConv1dFwdParams& p, const WeightArgs& w
   a.w = w;
   a.seqlen = p.seqlen;
   a.n_groups = p.dim / kV;
-  // Long chunks amortise the halo and the weight loads; short ones make enough threads for small
-  // problems.
-  const int64_t steps = p.batch * p.seqlen * a.n_groups;
-  const int64_t per_thread = (steps + Ktraits::kTargetThreads - 1) / Ktraits::kTargetThreads;
-  const int64_t unrolls = std::min<int64_t>((per_thread + Ktraits::kUnroll - 1) / Ktraits::kUnroll,
-                                            Ktraits::kMaxChunk / Ktraits::kUnroll);
-  a.chunk_len = std::max<int64_t>(unrolls, 1) * Ktraits::kUnroll;
+  a.chunk_len = channel_last_chunk_len<Ktraits>(p.batch, p.seqlen, a.n_groups);
   a.n_chunks = (p.seqlen + a.chunk_len - 1) / a.chunk_len;
   a.n_items = p.batch * a.n_chunks * a.n_groups;
   a.div_groups = FastDivmod(a.n_groups);

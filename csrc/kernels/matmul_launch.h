@@ -16,6 +16,7 @@
 
 #include "matmul_configs.h"
 #include "matmul_params.h"
+#include "per_device.h"
 #include "port.h"
 
 namespace aiter_lite {
@@ -33,21 +34,8 @@ int current_device();
 
 // ---- values read once per device ---------------------------------------------------------------
 
-inline constexpr int kMaxCachedDevices = 64;
-
-// cache[d] for the current device d, from read(d) the first time. 0 marks "not read yet", so a read
-// that gives 0 is read again next time. Each caller keeps its own static cache.
-template <typename V, typename Read>
-V per_device(std::atomic<V> (&cache)[kMaxCachedDevices], Read read) {
-  const int dev = current_device();
-  if (dev < 0 || dev >= kMaxCachedDevices) invalid("device index out of range");
-  V v = cache[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    v = read(dev);
-    cache[dev].store(v, std::memory_order_relaxed);
-  }
-  return v;
-}
+using ::aiter_lite::kMaxCachedDevices;  // per_device.h
+using ::aiter_lite::per_device;
 
 #if defined(AITER_LITE_CUDA)
 // Clusters of `size` CTAs of `kernel` (`threads` threads, `smem_bytes` of dynamic shared memory, its
