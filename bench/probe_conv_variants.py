@@ -13,6 +13,8 @@ a slow host call delayed (causal-conv1d's Python wrapper takes ~40 us per call).
 
   AITER_LITE_JIT_CONFIG=bench/jit_experiments.json python bench/probe_conv_variants.py \\
       --modules module_causal_conv1d,<an experiment module of that file> --shapes fp16:8x5120x2048:4 --rounds 5
+
+A shape is dtype:BxDxL:W, with :cl appended for a channel-last x and out (stored [B, L, D]).
 """
 from __future__ import annotations
 
@@ -69,21 +71,29 @@ def main(argv=None) -> int:
     stream = torch.cuda.current_stream().cuda_stream
     records = []
     for spec in args.shapes.split(","):
-        dname, shape, width = spec.split(":")
+        dname, shape, width, *layout = spec.split(":")
+        channel_last = layout == ["cl"]
         B, D, L = (int(v) for v in shape.split("x"))
         W = int(width)
         dtype = DTYPES[dname]
         x = torch.randn(B, D, L, device="cuda").to(dtype)
+        if channel_last:  # stored [B, L, D], passed as a [B, D, L] view
+            x = x.transpose(1, 2).contiguous().transpose(1, 2)
         w = torch.randn(D, W, device="cuda").to(dtype)
         b = torch.randn(D, device="cuda").to(dtype)
         ref = causal_conv1d_ref(x, w, b, "silu")  # float64
         copy_dst = torch.empty_like(x)
         impls = {"copy": lambda: copy_dst.copy_(x)}
         for name, mod in mods.items():
-            out = torch.full_like(x, float("nan"))
-            call = (lambda mod=mod, out=out: mod.causal_conv1d_fwd_contiguous(
-                x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), B, D, L, W, DTYPE_CODES[dtype],
-                DTYPE_CODES[dtype], True, 0, stream))
+            out = torch.full_like(x, float("nan"))  # x's layout
+            if channel_last:
+                call = (lambda mod=mod, out=out: mod.causal_conv1d_fwd(
+                    x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), B, D, L, W, *x.stride(), *w.stride(),
+                    b.stride(0), *out.stride(), DTYPE_CODES[dtype], DTYPE_CODES[dtype], True, 0, stream))
+            else:
+                call = (lambda mod=mod, out=out: mod.causal_conv1d_fwd_contiguous(
+                    x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), B, D, L, W, DTYPE_CODES[dtype],
+                    DTYPE_CODES[dtype], True, 0, stream))
             call()
             torch.cuda.synchronize()
             err = ((out.double() - ref).norm() / ref.norm()).item()
