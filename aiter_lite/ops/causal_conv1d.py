@@ -163,44 +163,54 @@ def _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, co
         mod.causal_conv1d_update(*args)
 
 
-def _launch_fwd_fast(out, x, weight, bias, use_silu, variant, fresh_out: bool = False) -> bool:
+def _launch_fwd_fast(out, x, weight, bias, use_silu, variant):
     """The common forward call, checked and launched in one pass: eager, dense contiguous tensors
     on the current device (or the CPU), shapes and dtypes as the full checks want, out apart from
     the inputs. Each attribute is read once; this path is most of a small call's host time.
+    out=None (the functional call): x must be a plain torch.Tensor, and the output is allocated
+    here once the inputs passed, so none of out's checks run.
 
-    True: launched (or nothing to do). False: nothing done; the caller runs the full checks (which
-    name a bad argument) and the general launcher, which also takes strided and other-device
-    tensors. fresh_out: out was just allocated here, so it cannot alias an input."""
+    Returns out (launched, or nothing to do), or None: nothing done; the caller runs the full checks
+    (which name a bad argument) and the general launcher, which also takes strided and other-device
+    tensors."""
+    fresh_out = out is None
     try:
         # Contiguity first: channel-last views (a common layout) leave after one test.
-        if not (x.is_contiguous() and out.is_contiguous() and weight.is_contiguous()):
-            return False
+        if fresh_out:
+            if x.__class__ is not torch.Tensor or not (x.is_contiguous() and weight.is_contiguous()):
+                return None
+        elif not (x.is_contiguous() and out.is_contiguous() and weight.is_contiguous()):
+            return None
         shape, wshape = x.shape, weight.shape
         code, wcode = DTYPE_CODES.get(x.dtype), DTYPE_CODES.get(weight.dtype)
-        if (code is None or wcode is None or len(shape) != 3 or out.shape != shape or out.dtype is not x.dtype
-                or len(wshape) != 2 or wshape[0] != shape[1] or wshape[1] < 1 or use_silu.__class__ is not bool):
-            return False
+        if (code is None or wcode is None or len(shape) != 3 or len(wshape) != 2 or wshape[0] != shape[1]
+                or wshape[1] < 1 or use_silu.__class__ is not bool):
+            return None
+        if not fresh_out and (out.shape != shape or out.dtype is not x.dtype):
+            return None
         if bias is not None and (bias.dim() != 1 or bias.shape[0] != shape[1] or bias.shape[0] == 0
                                  or bias.dtype is not weight.dtype or not bias.is_contiguous()):
-            return False
+            return None
         v = VARIANTS.get(variant)
         if v is None or _is_compiling() or _profiler_enabled():
-            return False
+            return None
         if x.is_cuda:
             dev = x.get_device()
-            if (weight.get_device() != dev or out.get_device() != dev
+            if (weight.get_device() != dev or (not fresh_out and out.get_device() != dev)
                     or (bias is not None and bias.get_device() != dev) or dev != _current_device()):
-                return False
+                return None
             mod, stream = get_module(MODULE, _GPU_BACKEND), _raw_stream(dev)
-        elif x.is_cpu and weight.is_cpu and out.is_cpu and (bias is None or bias.is_cpu):
+        elif x.is_cpu and weight.is_cpu and (fresh_out or out.is_cpu) and (bias is None or bias.is_cpu):
             mod, stream = get_module(MODULE, "cpu"), 0
         else:
-            return False
+            return None
     except (AttributeError, TypeError):  # not tensors, or an unhashable variant: the full checks say which
-        return False
+        return None
+    if fresh_out:
+        out = torch.empty_like(x)
     n = out.numel()
     if n == 0:
-        return True
+        return out
     xp, wp, op = x.data_ptr(), weight.data_ptr(), out.data_ptr()
     bp = 0 if bias is None else bias.data_ptr()
     if not fresh_out:
@@ -209,10 +219,10 @@ def _launch_fwd_fast(out, x, weight, bias, use_silu, variant, fresh_out: bool = 
         nb = n * out.element_size()
         wb = wshape[0] * wshape[1] * weight.element_size()
         if (op < xp + nb and xp < op + nb) or (op < wp + wb and wp < op + nb) or (bp and op < bp + wb and bp < op + nb):
-            return False
+            return None
     mod.causal_conv1d_fwd_contiguous(xp, wp, bp, op, shape[0], shape[1], shape[2], wshape[1], code, wcode, use_silu,
                                      v, stream)
-    return True
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,7 +238,7 @@ def causal_conv1d_fwd(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
     (any width >= 1, dtype may differ from x), bias: [dim] with weight's dtype, None, or an empty tensor.
     out: x's shape and dtype, not overlapping any input. Accumulates in fp32.
     """
-    if _launch_fwd_fast(out, x, weight, bias, use_silu, variant):
+    if _launch_fwd_fast(out, x, weight, bias, use_silu, variant) is not None:
         return out
     if not _well_formed_fwd(out, x, weight, bias, use_silu, variant):
         bias = _check_fwd(out, x, weight, bias, use_silu, variant)
@@ -243,16 +253,14 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
                   activation: Optional[str] = None, *, variant: str = "auto") -> torch.Tensor:
     """Functional forward: returns a new tensor laid out like x. activation: None or "silu"."""
     use_silu = _silu_flag(activation)
-    out = None  # allocated once: the general path below reuses it when the one-pass path declines
-    if x.__class__ is torch.Tensor and x.is_contiguous() and not _is_compiling():
-        out = torch.empty_like(x)
-        if _launch_fwd_fast(out, x, weight, bias, use_silu, variant, fresh_out=True):
-            return out
+    out = _launch_fwd_fast(None, x, weight, bias, use_silu, variant)
+    if out is not None:
+        return out
     if not _well_formed_fwd(x, x, weight, bias, use_silu, variant):
         check_tensor("x", x, ndim=(3,))
         bias = _check_fwd(x, x, weight, bias, use_silu, variant)
     if use_direct_call():
-        out = torch.empty_like(x) if out is None else out
+        out = torch.empty_like(x)
         _launch_fwd(out, x, weight, bias, use_silu, VARIANTS[variant], fresh_out=True)
         return out
     return torch.ops.aiter_lite.causal_conv1d(x, weight, bias, use_silu, VARIANTS[variant])
