@@ -3,7 +3,10 @@
 // gives 0 is read again next time. Host code, CUDA and HIP.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 
 #include "port.h"
@@ -23,6 +26,16 @@ V per_device(std::atomic<V> (&cache)[kMaxCachedDevices], Read read) {
     cache[dev].store(v, std::memory_order_relaxed);
   }
   return v;
+}
+
+// Blocks of `kernel` (`threads` per block, `smem_bytes` of dynamic shared memory) that device `dev`
+// runs at once: SMs x blocks per SM, at least 1. A read function for per_device.
+template <typename Kernel>
+int64_t resident_blocks_on(int dev, Kernel kernel, int threads, size_t smem_bytes) {
+  int sms = 0, per_sm = 0;
+  AITER_LITE_GPU_CHECK(gpuDeviceGetAttribute(&sms, gpuDevAttrMultiProcessorCount, dev));
+  AITER_LITE_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
+  return std::max<int64_t>(1, int64_t{sms} * per_sm);
 }
 
 }  // namespace aiter_lite

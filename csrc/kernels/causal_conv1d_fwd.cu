@@ -389,11 +389,8 @@ template <class Ktraits>
 int64_t channel_last_resident_threads() {
   static std::atomic<int64_t> cache[kMaxCachedDevices] = {};
   return per_device(cache, [](int dev) {
-    int sms = 0, per_sm = 0;
-    AITER_LITE_GPU_CHECK(gpuDeviceGetAttribute(&sms, gpuDevAttrMultiProcessorCount, dev));
-    AITER_LITE_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, causal_conv1d_fwd_channel_last_kernel<Ktraits>, Ktraits::kThreads, 0));
-    return std::max<int64_t>(1, int64_t{sms} * per_sm) * Ktraits::kThreads;
+    return resident_blocks_on(dev, causal_conv1d_fwd_channel_last_kernel<Ktraits>, Ktraits::kThreads, 0) *
+           Ktraits::kThreads;
   });
 }
 

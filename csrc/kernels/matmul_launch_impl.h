@@ -155,13 +155,8 @@ void simt_cuda(const MatmulParams& p, int config, gpuStream_t stream) {
 template <class Traits, typename Kernel>
 int64_t resident_blocks(Kernel kernel) {
   static std::atomic<int64_t> cache[kMaxCachedDevices] = {};
-  return per_device(cache, [&](int dev) {
-    int sms = 0, per_sm = 0;
-    AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    AITER_LITE_GPU_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Traits::kThreads, Traits::kSmemBytes));
-    return std::max<int64_t>(1, int64_t{sms} * per_sm);
-  });
+  return per_device(cache,
+                    [&](int dev) { return resident_blocks_on(dev, kernel, Traits::kThreads, Traits::kSmemBytes); });
 }
 
 // The tensor-core kernel is persistent: one block per resident slot (or per work item when there
