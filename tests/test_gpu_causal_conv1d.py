@@ -212,6 +212,22 @@ def test_forward_rows_kernel_tiles(dtype):
         torch.cuda.empty_cache()
 
 
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+def test_forward_flat_kernel_modes(dtype):
+    """Dense odd-length shapes over many warp tiles of the flat kernel: row mode (a per-warp weight
+    table; from L = 34 for 16-bit types, 17 for fp32) on both sides of its threshold, short-row mode
+    below it, rows that start inside vectors and halos that reach into the previous row."""
+    gen = torch.Generator(device="cuda").manual_seed(47)
+    for (b, d, l), width in [((3, 370, 33), 4), ((3, 370, 34), 8), ((2, 450, 16), 3), ((2, 450, 17), 4),
+                             ((2, 450, 9), 8), ((4, 290, 129), 2), ((4, 290, 129), 7), ((2, 110, 1001), 4),
+                             ((5, 70, 35), 1)]:
+        x = randn(b, d, l, dtype=dtype, gen=gen)
+        weight, bias = randn(d, width, dtype=dtype, gen=gen), randn(d, dtype=dtype, gen=gen)
+        ref = causal_conv1d_ref(x.double(), weight.double(), bias.double(), "silu")
+        for variant in ("auto", "vectorized"):
+            assert_close(run_fwd(x, weight, bias, True, variant), ref, dtype, f"{b}x{d}x{l} w{width} {variant}")
+
+
 def test_forward_functional_matches_fwd():
     gen = torch.Generator(device="cuda").manual_seed(19)
     for layout in LAYOUTS:

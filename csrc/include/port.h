@@ -81,6 +81,26 @@ __device__ __forceinline__ unsigned int warp_shfl(unsigned int v, int src_lane) 
 #endif
 }
 
+// True on every lane when `pred` holds on every lane of the warp.
+__device__ __forceinline__ bool warp_all(bool pred) {
+#if defined(AITER_LITE_HIP)
+  return __all(pred) != 0;
+#else
+  return __all_sync(0xffffffffu, pred) != 0;
+#endif
+}
+
+// Orders the shared-memory accesses of the lanes of one warp (a barrier for that warp only).
+__device__ __forceinline__ void warp_sync() {
+#if defined(AITER_LITE_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+  __syncwarp();
+#endif
+}
+
 }  // namespace aiter_lite
 #endif
 

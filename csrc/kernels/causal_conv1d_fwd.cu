@@ -55,10 +55,15 @@ struct FwdFlatTraits {
   static constexpr int kNElts = kVecElts<T>;                     // elements per 16-byte vector
   static constexpr int kVecsPerThread = 4;                       // 16-byte loads in flight per thread
   static constexpr int kTileVecs = kWarpSize * kVecsPerThread;   // vectors per warp tile
+  static constexpr int kTileElts = kTileVecs * kNElts;
   static constexpr int kEltsPerWord = 4 / static_cast<int>(sizeof(T));
   // 32-bit words just before a vector that hold its halo, and how many vectors back they reach.
   static constexpr int kHaloWords = (kHalo + kEltsPerWord - 1) / kEltsPerWord;
   static constexpr int kHaloVecs = (kHaloWords + 3) / 4;
+  // Per-warp weight table (row mode): one lane loads one row's weights and bias, a row padded to
+  // whole 16-byte groups so a lane reads it with 128-bit shared loads.
+  static constexpr int kTableRows = kWarpSize;
+  static constexpr int kTableStride = (kWidth + 1 + 3) / 4 * 4;
   using vec_t = Vec<T, kNElts>;
   static_assert(sizeof(vec_t) == 16, "flat kernel moves 16-byte vectors");
   static_assert(kThreads % kWarpSize == 0, "whole warps");
@@ -71,15 +76,32 @@ struct FwdFlatArgs {
   WeightArgs w;
   int64_t n;            // B * D * L
   int64_t n_full_vecs;  // vectors entirely inside [0, n)
+  int64_t n_vecs;       // vectors holding any of [0, n)
   int64_t n_tiles;      // warp tiles of kTileVecs vectors
-  int64_t seqlen, dim;
+  int64_t seqlen;
   FastDivmod div_seqlen, div_dim;
-  int64_t step_t, step_d;  // moving by kWarpSize vectors: position += step_t (mod L), channel += step_d (+carry)
+  FastDivmod32 div_seqlen32;  // row mode only
+  bool row_mode;              // every tile spans <= kTableRows rows and L < 2^30: see the kernel
   bool silu;
 };
 
+// Largest L the row mode takes (positions inside a tile stay below 2^31).
+constexpr int64_t kFlatRowModeMaxLen = int64_t{1} << 30;
+
 // Work item: a warp tile of kTileVecs consecutive vectors; lane l takes vectors l, l + 32, l + 64,
-// l + 96 of it, so each of its 4 loads is one fully coalesced 512-byte warp access.
+// l + 96 of it, so each of its 4 loads is one fully coalesced 512-byte warp access. Rows are
+// numbered over the whole array (row = b * D + d, channel = row mod D).
+//
+// Row mode (L >= 34 for 16-bit types, 17 for fp32, i.e. a tile spans at most kTableRows rows):
+// every global read of a tile (x vectors, the halo words before the tile, the weights and biases of
+// the rows it spans, into a per-warp table) is issued before any compute, positions are 32-bit
+// and relative to the tile, and a vector takes one of two branch-free forms, chosen per warp so
+// lanes do not diverge: a vector inside one row with its halo (most vectors), or one that meets a
+// row start (its first outputs in row r, the rest in row r + 1, taps masked to their own row).
+// With odd L some lane of nearly every warp step meets a row start; the per-lane segment walk
+// this replaces ran at 15 of 32 active lanes at L = 129 (ncu).
+// Short rows (and L >= 2^30) walk each vector by row segments with 64-bit positions and global
+// weight loads.
 template <typename Ktraits>
 __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal_conv1d_fwd_flat_kernel(const FwdFlatArgs a) {
   using T = typename Ktraits::T;
@@ -91,6 +113,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
   constexpr int kHaloWords = Ktraits::kHaloWords;
   constexpr int kHaloWordsAlloc = kHaloWords > 0 ? kHaloWords : 1;
   constexpr int kEltsPerWord = Ktraits::kEltsPerWord;
+  constexpr int kStride = Ktraits::kTableStride;
 
   const T* __restrict__ x = static_cast<const T*>(a.x);
   const uint32_t* __restrict__ x_words = static_cast<const uint32_t*>(a.x);
@@ -98,17 +121,19 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int64_t L = a.seqlen;
-  const int64_t D = a.dim;
+
+  // Per warp: weights (kW) and bias of rows row0 .. row0 + kTableRows - 1 of the current tile.
+  __shared__ __align__(16) float weight_table[Ktraits::kWarps][Ktraits::kTableRows][kStride];
+  float(*table)[kStride] = weight_table[warp];
 
   float w[kW];
   float bias = 0.f;
-  int64_t w_channel = -1;  // channel whose weights are in w
+  int64_t w_row = -1;  // short-row mode: the row whose channel's weights are in w
 
   for (int64_t tile = static_cast<int64_t>(blockIdx.x) * Ktraits::kWarps + warp; tile < a.n_tiles;
        tile += static_cast<int64_t>(gridDim.x) * Ktraits::kWarps) {
     const int64_t v0 = tile * Ktraits::kTileVecs + lane;
 
-    // Issue all loads first.
     vec_t xv[kVecs];
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
@@ -123,11 +148,28 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
           if (e + i < a.n) xv[k].elt[i] = x[e + i];
       }
     }
-
-    // Row position t and channel d of this lane's first element.
-    int64_t t;
-    const int64_t row = a.div_seqlen.divmod(t, v0 * kNElts);
-    int64_t d = a.div_dim.mod(row);
+    // Halo words of the first vector that lie before it (lanes < p below): in the previous tile,
+    // so no lane of this warp holds them.
+    uint32_t first_halo[kHaloWordsAlloc] = {};
+#pragma unroll
+    for (int h = 1; h <= kHaloWords; ++h) {
+      const int64_t wi = v0 * 4 - h;  // before this vector's first element, so inside x
+      if (lane < (h + 3) / 4 && wi >= 0) first_halo[h - 1] = x_words[wi];
+    }
+    // Row mode: the tile starts at position t0 of row row0, and its rows' weights go to the table.
+    const int64_t e_first = tile * Ktraits::kTileElts;
+    int64_t t0 = 0;
+    const int64_t row0 = a.div_seqlen.divmod(t0, e_first);
+    if (a.row_mode) {
+      warp_sync();  // every lane is done reading the previous tile's table
+      float wl[kW];
+      float bl;
+      load_channel_weights<kW>(wl, bl, a.w, a.div_dim.mod(row0 + lane));  // rows past the end: unused
+#pragma unroll
+      for (int j = 0; j < kW; ++j) table[lane][j] = wl[j];
+      table[lane][kW] = bl;
+      warp_sync();
+    }
 
     uint32_t prev_shfl[kHaloWordsAlloc] = {};  // shuffle results of the previous k (lanes < p use them)
     // Not unrolled, to keep one copy of the code: the vector being processed is always xv[0] and
@@ -139,58 +181,75 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
 
       // halo_words[kHaloWords - h] = the h-th 32-bit word before this vector (h = 1: adjacent).
       // It sits in the vector p = ceil(h / 4) back: lane - p of this k, or for the first lanes the
-      // last lanes of k - 1 (the same shuffle, done one k earlier), or for k = 0 global memory.
+      // last lanes of k - 1 (the same shuffle, done one k earlier), or for k = 0 first_halo.
       uint32_t halo_words[kHaloWordsAlloc];
 #pragma unroll
       for (int h = 1; h <= kHaloWords; ++h) {
         const int p = (h + 3) / 4;
         const int word = 3 - (h - 1) % 4;
         const uint32_t s = warp_shfl(xv[0].word(word), (lane - p) & (kWarpSize - 1));
-        uint32_t val;
-        if (lane >= p) {
-          val = s;
-        } else if (k > 0) {
-          val = prev_shfl[h - 1];
-        } else {
-          const int64_t wi = v * 4 - h;  // before this vector's first element, so inside x
-          val = wi >= 0 ? x_words[wi] : 0u;
-        }
+        halo_words[kHaloWords - h] = lane >= p ? s : (k > 0 ? prev_shfl[h - 1] : first_halo[h - 1]);
         prev_shfl[h - 1] = s;
-        halo_words[kHaloWords - h] = val;
       }
-
-      if (e < a.n) {
-        float xs[kHalo + kNElts];  // x[e - kHalo .. e + kNElts) as fp32
+      float xs[kHalo + kNElts];  // x[e - kHalo .. e + kNElts) as fp32
 #pragma unroll
-        for (int i = 0; i < kHalo; ++i) {
-          const int m = kHaloWords * kEltsPerWord - kHalo + i;
-          xs[i] = to_float(word_elt<T>(halo_words[m / kEltsPerWord], m % kEltsPerWord));
+      for (int i = 0; i < kHalo; ++i) {
+        const int m = kHaloWords * kEltsPerWord - kHalo + i;
+        xs[i] = to_float(word_elt<T>(halo_words[m / kEltsPerWord], m % kEltsPerWord));
+      }
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i) xs[kHalo + i] = to_float(xv[0].elt[i]);
+
+      float y[kNElts];
+      if (a.row_mode) {
+        // Position of element 0 in the tile's rows: row row0 + r, position t in it.
+        uint32_t t;
+        const uint32_t r = a.div_seqlen32.divmod(t, static_cast<uint32_t>(t0) + (lane + k * kWarpSize) * kNElts);
+        const bool one_row = static_cast<int>(t) >= kHalo && t + kNElts <= static_cast<uint32_t>(L);
+        if (warp_all(one_row)) {
+          const float* wr = table[r];
+#pragma unroll
+          for (int i = 0; i < kNElts; ++i) {
+            float acc = wr[kW];
+#pragma unroll
+            for (int j = 0; j < kW; ++j) acc = fmaf(wr[j], xs[i + j], acc);
+            y[i] = acc;
+          }
+        } else {
+          // Outputs i < b are in row r, the rest in row r + 1 (row mode has L > kNElts). Slot m of xs is x at position
+          // t - kHalo + m of row r: row r's outputs take slots >= kHalo - t, row r + 1's slots
+          // >= b + kHalo (those of row r + 1). b >= kNElts: no output in row r + 1 (its table
+          // row, maybe past the table, is not read).
+          const int b = static_cast<int>(min(static_cast<uint32_t>(L) - t, static_cast<uint32_t>(kNElts)));
+          const float* wa = table[r];
+          const float* wb = table[b < kNElts ? r + 1 : r];
+          float xa[kHalo + kNElts], xb[kHalo + kNElts];
+#pragma unroll
+          for (int m = 0; m < kHalo + kNElts; ++m) {
+            xa[m] = m + static_cast<int>(t) >= kHalo ? xs[m] : 0.f;
+            xb[m] = m >= b + kHalo ? xs[m] : 0.f;
+          }
+#pragma unroll
+          for (int i = 0; i < kNElts; ++i) {
+            float acc_a = wa[kW], acc_b = wb[kW];
+#pragma unroll
+            for (int j = 0; j < kW; ++j) {
+              acc_a = fmaf(wa[j], xa[i + j], acc_a);
+              acc_b = fmaf(wb[j], xb[i + j], acc_b);
+            }
+            y[i] = i < b ? acc_a : acc_b;
+          }
         }
-#pragma unroll
-        for (int i = 0; i < kNElts; ++i) xs[kHalo + i] = to_float(xv[0].elt[i]);
-
-        // Walk the vector by segments that lie in one row (one segment unless a row starts inside
-        // the vector), masking taps before the row start. A segment that is the whole vector with
-        // its halo inside the row takes the unmasked path: that is every vector but the few at the
-        // start of a row, whatever L is.
-        float y[kNElts];
-        int64_t ts = t;
-        int64_t ds = d;
+      } else if (e < a.n) {
+        // Short rows: walk the vector by segments that lie in one row, masking taps before the
+        // row start.
+        int64_t ts;
+        int64_t rs = a.div_seqlen.divmod(ts, e);
         int i0 = 0;
         while (true) {
-          if (ds != w_channel) {
-            load_channel_weights<kW>(w, bias, a.w, ds);
-            w_channel = ds;
-          }
-          if (i0 == 0 && ts >= kHalo && ts + kNElts <= L) {
-#pragma unroll
-            for (int i = 0; i < kNElts; ++i) {
-              float acc = bias;
-#pragma unroll
-              for (int j = 0; j < kW; ++j) acc = fmaf(w[j], xs[i + j], acc);
-              y[i] = acc;
-            }
-            break;
+          if (rs != w_row) {
+            load_channel_weights<kW>(w, bias, a.w, a.div_dim.mod(rs));
+            w_row = rs;
           }
           const int64_t room = L - ts;
           const int seg_end = room < kNElts - i0 ? i0 + static_cast<int>(room) : kNElts;
@@ -208,9 +267,11 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
           if (seg_end >= kNElts) break;
           i0 = seg_end;
           ts = 0;
-          ds = ds + 1 == D ? 0 : ds + 1;
+          rs += 1;
         }
+      }
 
+      if (e < a.n) {
         vec_t yv;
 #pragma unroll
         for (int i = 0; i < kNElts; ++i) yv.elt[i] = from_float<T>(activate(y[i], a.silu));
@@ -222,17 +283,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
             if (e + i < a.n) out[e + i] = yv.elt[i];
         }
       }
-
-      // Next k: kWarpSize vectors further.
 #pragma unroll
       for (int k2 = 0; k2 + 1 < kVecs; ++k2) xv[k2] = xv[k2 + 1];
-      t += a.step_t;
-      if (t >= L) {
-        t -= L;
-        d += 1;
-      }
-      d += a.step_d;
-      if (d >= D) d -= D;
     }
   }
 }
@@ -246,15 +298,14 @@ void fwd_flat_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStr
   a.w = w;
   a.n = p.batch * p.dim * p.seqlen;
   a.n_full_vecs = a.n / Ktraits::kNElts;
-  const int64_t n_vecs = (a.n + Ktraits::kNElts - 1) / Ktraits::kNElts;
-  a.n_tiles = (n_vecs + Ktraits::kTileVecs - 1) / Ktraits::kTileVecs;
+  a.n_vecs = (a.n + Ktraits::kNElts - 1) / Ktraits::kNElts;
+  a.n_tiles = (a.n_vecs + Ktraits::kTileVecs - 1) / Ktraits::kTileVecs;
   a.seqlen = p.seqlen;
-  a.dim = p.dim;
-  const int64_t step = static_cast<int64_t>(kWarpSize) * Ktraits::kNElts;
-  a.step_t = step % p.seqlen;
-  a.step_d = (step / p.seqlen) % p.dim;
   a.div_seqlen = FastDivmod(p.seqlen);
   a.div_dim = FastDivmod(p.dim);
+  // A tile's elements span at most (kTileElts - 1) / L + 2 rows.
+  a.row_mode = p.seqlen < kFlatRowModeMaxLen && (Ktraits::kTileElts - 1) / p.seqlen + 2 <= Ktraits::kTableRows;
+  if (a.row_mode) a.div_seqlen32 = FastDivmod32(p.seqlen);
   a.silu = p.silu;
   const int64_t blocks = std::min((a.n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps, kMaxGridX);
   causal_conv1d_fwd_flat_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
