@@ -215,12 +215,13 @@ def test_forward_rows_kernel_tiles(dtype):
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
 def test_forward_flat_kernel_modes(dtype):
     """Dense odd-length shapes over many warp tiles of the flat kernel: row mode (a per-warp weight
-    table; from L = 34 for 16-bit types, 17 for fp32) on both sides of its threshold, short-row mode
-    below it, rows that start inside vectors and halos that reach into the previous row."""
+    table sized to the rows a tile spans; rows longer than one 16-byte vector) from its shortest rows
+    (9 for 16-bit types, 5 for fp32, where a width-8 halo reaches two rows back) up, rows that start
+    inside vectors, and the segment walk of rows no longer than a vector."""
     gen = torch.Generator(device="cuda").manual_seed(47)
     for (b, d, l), width in [((3, 370, 33), 4), ((3, 370, 34), 8), ((2, 450, 16), 3), ((2, 450, 17), 4),
-                             ((2, 450, 9), 8), ((4, 290, 129), 2), ((4, 290, 129), 7), ((2, 110, 1001), 4),
-                             ((5, 70, 35), 1)]:
+                             ((2, 450, 9), 8), ((4, 300, 8), 4), ((4, 300, 5), 8), ((6, 200, 3), 3),
+                             ((4, 290, 129), 2), ((4, 290, 129), 7), ((2, 110, 1001), 4), ((5, 70, 35), 1)]:
         x = randn(b, d, l, dtype=dtype, gen=gen)
         weight, bias = randn(d, width, dtype=dtype, gen=gen), randn(d, dtype=dtype, gen=gen)
         ref = causal_conv1d_ref(x.double(), weight.double(), bias.double(), "silu")

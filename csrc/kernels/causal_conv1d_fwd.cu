@@ -68,10 +68,11 @@ struct FwdFlatTraits {
   // 32-bit words just before a vector that hold its halo, and how many vectors back they reach.
   static constexpr int kHaloWords = (kHalo + kEltsPerWord - 1) / kEltsPerWord;
   static constexpr int kHaloVecs = (kHaloWords + 3) / 4;
-  // Per-warp weight table (row mode): one lane loads one row's weights and bias, a row padded to
-  // whole 16-byte groups so a lane reads it with 128-bit shared loads.
-  static constexpr int kTableRows = kWarpSize;
+  // Per-warp weight table (row mode, dynamic shared memory): the weights and bias of each row a
+  // tile spans, a row padded to whole 16-byte groups so a lane reads it with 128-bit shared loads.
+  // At most kMaxTableRows rows: with 32-lane warps every L >= 9 (16-bit types) or 5 (fp32) fits.
   static constexpr int kTableStride = (kWidth + 1 + 3) / 4 * 4;
+  static constexpr int kMaxTableRows = 128;
   using vec_t = Vec<T, kNElts>;
   static_assert(sizeof(vec_t) == 16, "flat kernel moves 16-byte vectors");
   static_assert(kThreads % kWarpSize == 0, "whole warps");
@@ -89,7 +90,8 @@ struct FwdFlatArgs {
   int64_t seqlen;
   FastDivmod div_seqlen, div_dim;
   FastDivmod32 div_seqlen32;  // row mode only
-  bool row_mode;              // every tile spans <= kTableRows rows and L < 2^30: see the kernel
+  int table_rows;             // rows of the weight table per warp: the most a tile spans
+  bool row_mode;              // L > kNElts, table_rows <= kMaxTableRows and L < 2^30: see the kernel
   bool silu;
 };
 
@@ -100,7 +102,7 @@ constexpr int64_t kFlatRowModeMaxLen = int64_t{1} << 30;
 // l + 96 of it, so each of its 4 loads is one fully coalesced 512-byte warp access. Rows are
 // numbered over the whole array (row = b * D + d, channel = row mod D).
 //
-// Row mode (L >= 34 for 16-bit types, 17 for fp32, i.e. a tile spans at most kTableRows rows):
+// Row mode (L >= 9 for 16-bit types, 5 for fp32, below 2^30):
 // every global read of a tile (x vectors, the halo words before the tile, the weights and biases of
 // the rows it spans, into a per-warp table) is issued before any compute, positions are 32-bit
 // and relative to the tile, and a vector takes one of two branch-free forms, chosen per warp so
@@ -108,8 +110,8 @@ constexpr int64_t kFlatRowModeMaxLen = int64_t{1} << 30;
 // row start (its first outputs in row r, the rest in row r + 1, taps masked to their own row).
 // With odd L some lane of nearly every warp step meets a row start; the per-lane segment walk
 // this replaces ran at 15 of 32 active lanes at L = 129 (ncu).
-// Short rows (and L >= 2^30) walk each vector by row segments with 64-bit positions and global
-// weight loads.
+// Rows of at most one vector (and L >= 2^30) walk each vector by row segments with 64-bit
+// positions and global weight loads.
 template <typename Ktraits>
 __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal_conv1d_fwd_flat_kernel(const FwdFlatArgs a) {
   using T = typename Ktraits::T;
@@ -130,9 +132,9 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int64_t L = a.seqlen;
 
-  // Per warp: weights (kW) and bias of rows row0 .. row0 + kTableRows - 1 of the current tile.
-  __shared__ __align__(16) float weight_table[Ktraits::kWarps][Ktraits::kTableRows][kStride];
-  float(*table)[kStride] = weight_table[warp];
+  // Per warp: weights (kW) and bias of rows row0 .. row0 + table_rows - 1 of the current tile.
+  extern __shared__ __align__(16) float weight_tables[];
+  float(*table)[kStride] = reinterpret_cast<float(*)[kStride]>(weight_tables + warp * a.table_rows * kStride);
 
   float w[kW];
   float bias = 0.f;
@@ -171,12 +173,14 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
     const int64_t row0 = a.div_seqlen.divmod(t0, e_first);
     if (a.row_mode) {
       warp_sync();  // every lane is done reading the previous tile's table
-      float wl[kW];
-      float bl;
-      load_channel_weights<kW>(wl, bl, a.w, a.div_dim.mod(row0 + lane));  // rows past the end: unused
+      for (int r = lane; r < a.table_rows; r += kWarpSize) {  // rows past the end: never read
+        float wl[kW];
+        float bl;
+        load_channel_weights<kW>(wl, bl, a.w, a.div_dim.mod(row0 + r));
 #pragma unroll
-      for (int j = 0; j < kW; ++j) table[lane][j] = wl[j];
-      table[lane][kW] = bl;
+        for (int j = 0; j < kW; ++j) table[r][j] = wl[j];
+        table[r][kW] = bl;
+      }
       warp_sync();
     }
 
@@ -315,11 +319,14 @@ void fwd_flat_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStr
   a.div_seqlen = FastDivmod(p.seqlen);
   a.div_dim = FastDivmod(p.dim);
   // A tile's elements span at most (kTileElts - 1) / L + 2 rows.
-  a.row_mode = p.seqlen < kFlatRowModeMaxLen && (Ktraits::kTileElts - 1) / p.seqlen + 2 <= Ktraits::kTableRows;
+  const int64_t table_rows = (Ktraits::kTileElts - 1) / p.seqlen + 2;
+  a.row_mode = p.seqlen > Ktraits::kNElts && p.seqlen < kFlatRowModeMaxLen && table_rows <= Ktraits::kMaxTableRows;
+  a.table_rows = a.row_mode ? static_cast<int>(table_rows) : 0;
   if (a.row_mode) a.div_seqlen32 = FastDivmod32(p.seqlen);
+  const size_t smem = sizeof(float) * Ktraits::kWarps * a.table_rows * Ktraits::kTableStride;
   a.silu = p.silu;
   const int64_t blocks = std::min((a.n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps, kMaxGridX);
-  causal_conv1d_fwd_flat_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
+  causal_conv1d_fwd_flat_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, smem, stream>>>(a);
   AITER_LITE_LAUNCH_CHECK();
 }
 
