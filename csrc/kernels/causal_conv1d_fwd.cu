@@ -23,7 +23,8 @@
 //   kVectorized  rows, flat or channel_last as above; a layout neither can take falls back to naive.
 //   kShared      shared (any layout); width > 8 falls back to naive.
 //   kNaive       naive.
-// All indexing is 64-bit; grids are 1-D over work items and capped at kMaxGridX (kernels loop).
+// Offsets are 64-bit (32-bit only inside a row or a warp tile); grids are 1-D over work items and
+// capped at kMaxGridX (kernels loop).
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
