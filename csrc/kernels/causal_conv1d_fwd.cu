@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
 
   float w[kW];
   float bias = 0.f;
-  int64_t w_row = -1;  // short-row mode: the row whose channel's weights are in w
+  int64_t w_row = -1;  // segment walk: the row whose channel's weights are in w
 
   for (int64_t tile = static_cast<int64_t>(blockIdx.x) * Ktraits::kWarps + warp; tile < a.n_tiles;
        tile += static_cast<int64_t>(gridDim.x) * Ktraits::kWarps) {
@@ -168,11 +168,13 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
       const int64_t wi = v0 * 4 - h;  // before this vector's first element, so inside x
       if (lane < (h + 3) / 4 && wi >= 0) prev_shfl[h - 1] = x_words[wi];
     }
-    // Row mode: the tile starts at position t0 of row row0, and its rows' weights go to the table.
-    const int64_t e_first = tile * Ktraits::kTileElts;
-    int64_t t0 = 0;
-    const int64_t row0 = a.div_seqlen.divmod(t0, e_first);
+    // Row mode: the tile starts at position t0 of row row0, and its rows' weights go to the table;
+    // this lane's vector k starts at position pos of row row0 (pos may pass L).
+    uint32_t pos = 0;
     if (a.row_mode) {
+      int64_t t0;
+      const int64_t row0 = a.div_seqlen.divmod(t0, tile * Ktraits::kTileElts);
+      pos = static_cast<uint32_t>(t0) + lane * kNElts;
       warp_sync();  // every lane is done reading the previous tile's table
       for (int r = lane; r < a.table_rows; r += kWarpSize) {  // rows past the end: never read
         float wl[kW];
@@ -185,8 +187,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
       warp_sync();
     }
 
-    // Row mode: this lane's vector k starts at position pos of row row0 (pos may pass L).
-    uint32_t pos = static_cast<uint32_t>(t0) + lane * kNElts;
     // Not unrolled, to keep one copy of the code: the vector being processed is always xv[0] and
     // the others move down one slot after each step.
 #pragma unroll 1
@@ -231,10 +231,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
             y[i] = acc;
           }
         } else {
-          // Outputs i < b are in row r, the rest in row r + 1 (row mode has L > kNElts). Slot m of xs is x at position
-          // t - kHalo + m of row r: row r's outputs take slots >= kHalo - t, row r + 1's slots
-          // >= b + kHalo (those of row r + 1). b >= kNElts: no output in row r + 1 (its table
-          // row, maybe past the table, is not read).
+          // Outputs i < b are in row r, the rest in row r + 1 (row mode has L > kNElts). Slot m
+          // of xs is x at position t - kHalo + m of row r: row r's outputs take slots >= kHalo - t,
+          // row r + 1's slots >= b + kHalo (those of row r + 1). b >= kNElts: no output in row
+          // r + 1 (its table row, maybe past the table, is not read).
           const int b = static_cast<int>(min(static_cast<uint32_t>(L) - t, static_cast<uint32_t>(kNElts)));
           const float* wa = table[r];
           const float* wb = table[b < kNElts ? r + 1 : r];
@@ -256,8 +256,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
           }
         }
       } else if (e < a.n) {
-        // Short rows: walk the vector by segments that lie in one row, masking taps before the
-        // row start.
+        // Rows no longer than a vector (or L >= 2^30): walk the vector by segments that lie in one
+        // row, masking taps before the row start.
         int64_t ts;
         int64_t rs = a.div_seqlen.divmod(ts, e);
         int i0 = 0;
