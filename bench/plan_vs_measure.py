@@ -16,15 +16,16 @@ dtype, outputs preallocated.
 
     python bench/plan_vs_measure.py [--quick] [--out PATH]           # on a CUDA GPU, ~2-3 min on an H100
     python bench/plan_vs_measure.py --dry-run [--device h100]        # any machine: what would be measured
-    python bench/plan_vs_measure.py --from-json PATH [--update-docs docs/planner.md]
+    python bench/plan_vs_measure.py --from-json PATH [--replan] [--update-docs docs/planner.md]
 
 Writes {"device", "date", "torch", "planner_device", "records": [{"M", "N", "K", "dtype", "impl",
 "config", "us", "tflops", "rel_err", "ok"}], "comparisons": [...]} (impl "cublas", "aiter_lite",
 "aiter_lite_auto" (variant auto, config -1) or "aiter_lite_tuned" (the same, autotuned; config: the
 one the tuner chose, -1 for the kernel's own);
 default PATH bench/results/plan_vs_measure_<gpu>.json) and prints the markdown table last; exits 1
-if a config's result is off. --from-json prints the tables of a written file again; --update-docs
-also puts them between the PLAN VS MEASURE markers of that file.
+if a config's result is off. --from-json prints the tables of a written file again (--replan: with
+the planner's current ranking and times against the stored measurements); --update-docs also puts
+them between the PLAN VS MEASURE markers of that file.
 """
 from __future__ import annotations
 
@@ -358,6 +359,18 @@ def update_docs(doc_path: Path, table: str) -> None:
     doc_path.write_text(text[:i + len(DOCS_BEGIN)] + "\n" + table + "\n" + text[j:])
 
 
+def replan(doc: dict, model) -> dict:
+    """The same measurements against the planner as it is now (model: a DeviceModel): every comparison
+    recomputed from its stored measured times with a fresh plan. The measurements do not change, so
+    this shows what a change to the model does to its ranking and times."""
+    comparisons = []
+    for c in doc["comparisons"]:
+        p = planned((c["M"], c["N"], c["K"]), c["dtype"], model, model.smem_per_block)
+        measured = {int(cfg): us for cfg, us in c["measured_us"].items()}
+        comparisons.append(compare(p, measured, c["cublas_us"], c["auto_us"], c.get("tuned_us"), c.get("tuned_config")))
+    return dict(doc, comparisons=comparisons, planner_device=f"{model.name}, replanned {datetime.date.today()}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", type=parse_shapes, default=None, help="MxNxK,... (default: six shapes, see SHAPES)")
@@ -372,6 +385,8 @@ def main(argv=None) -> int:
                    "script (the CPU kernel ignores variant and config; the times mean nothing)")
     p.add_argument("--from-json", type=Path, help="print the tables of a written JSON; measure nothing")
     p.add_argument("--update-docs", type=Path, help="with --from-json: replace the PLAN VS MEASURE block of this file")
+    p.add_argument("--replan", action="store_true",
+                   help="with --from-json: rank the stored measurements with the current planner (model --device)")
     args = p.parse_args(argv)
     args.modes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     unknown = [d for d in args.modes if d not in MODES]
@@ -383,8 +398,15 @@ def main(argv=None) -> int:
 
     if args.update_docs and not args.from_json:
         p.error("--update-docs goes with --from-json")
+    if args.replan and not args.from_json:
+        p.error("--replan goes with --from-json")
     if args.from_json:
-        table = markdown(json.loads(args.from_json.read_text()))
+        doc = json.loads(args.from_json.read_text())
+        if args.replan:
+            from aiter_lite.tuning.hardware import get_device
+
+            doc = replan(doc, get_device(args.device))
+        table = markdown(doc)
         print(table)
         if args.update_docs:
             update_docs(args.update_docs, table)

@@ -112,6 +112,29 @@ def test_markdown_and_docs_update(pvm, tmp_path):
     assert docs.read_text() == text
 
 
+def test_replan_ranks_the_stored_times_with_the_current_planner(pvm):
+    from aiter_lite.tuning.hardware import H100_SXM
+
+    # Stored times at 4096^3 where the small tile 9 measured slowest: the current planner must rank
+    # from its own fresh plan (not the stored one), and keep the stored measurements as they were.
+    doc = synthetic_doc()
+    c = doc["comparisons"][0]
+    c.update(M=4096, N=4096, K=4096, measured_us={"5": 327.0, "6": 322.0, "7": 330.0, "8": 325.0, "9": 430.0},
+             planner_top3=[9, 8, 7], predicted_us={"9": 1.0})
+    with_l2 = pvm.replan(doc, H100_SXM)["comparisons"][0]
+    assert with_l2["measured_best"] == 6 and with_l2["measured_best_us"] == 322.0
+    assert 9 not in with_l2["planner_top3"] and with_l2["predicted_us"]["9"] > with_l2["predicted_us"]["5"]
+    assert with_l2["spearman"] > 0
+    without = pvm.replan(doc, H100_SXM.with_overrides(l2_fill_bw=None))["comparisons"][0]
+    assert without["predicted_us"]["5"] < with_l2["predicted_us"]["5"]  # the L2 roof is what slows it
+    assert doc["comparisons"][0]["planner_top3"] == [9, 8, 7]  # the input is not changed
+
+
+def test_replan_needs_from_json():
+    r = run_script("--replan")
+    assert r.returncode != 0 and "--replan goes with --from-json" in r.stderr
+
+
 def test_the_real_docs_have_the_block(pvm):
     text = (REPO / "docs" / "planner.md").read_text()
     assert pvm.DOCS_BEGIN in text and pvm.DOCS_END in text

@@ -2,8 +2,8 @@
 
 A DeviceModel holds what the planner's arithmetic needs: the SM resources that decide occupancy
 (shared memory, registers, threads, blocks per SM), the clock (for the shared-memory bandwidth of an
-SM), the DRAM bandwidth, the peak FLOP/s of each dtype path, and the global-memory load latency
-that a cp.async pipeline has to hide. docs/planner.md says where every constant comes from.
+SM), the DRAM bandwidth, the rate at which cp.async can fill shared memory from L2, the peak FLOP/s
+of each dtype path, and the global-memory load latency that a cp.async pipeline has to hide. docs/planner.md says where every constant comes from.
 
 Throughput ceilings are *practical* ones where we have them (measured copy bandwidth, cuBLAS-measured
 GEMM rates), not datasheet maxima, because the planner predicts times that a good kernel reaches.
@@ -48,6 +48,9 @@ class DeviceModel:
     mma_sync_fraction: float       # practical mma.sync peak / peak_fp16|bf16|tf32 (sm_90: wgmma is the peak)
     mem_latency_s: float           # global-memory load latency under load (what the pipeline must hide)
     l2_bytes: int
+    # cp.async (16-byte, .cg) L2 -> shared-memory rate of the whole GPU, every SM copying: the roof
+    # of the mma.sync kernels' tile fill. None: not measured (the planner then leaves it out).
+    l2_fill_bw: Optional[float] = None
     notes: str = ""
 
     # -- derived -------------------------------------------------------------------------------
@@ -65,6 +68,11 @@ class DeviceModel:
 
     def smem_bw_per_sm(self) -> float:
         return self.smem_bytes_per_clk * self.clock_hz
+
+    def l2_fill_bw_per_sm(self) -> Optional[float]:
+        """One SM's share of l2_fill_bw with every SM copying (with fewer SMs busy an SM may get more;
+        not measured, so the planner keeps the equal share). None when l2_fill_bw is not known."""
+        return None if self.l2_fill_bw is None else self.l2_fill_bw / self.sm_count
 
     def ridge(self, dtype: str, mma_sync: bool = True) -> float:
         """Roofline ridge point in FLOP per DRAM byte: peak / bandwidth."""
@@ -100,6 +108,7 @@ H100_SXM = DeviceModel(
     mma_sync_fraction=0.65,
     mem_latency_s=700e-9,  # middle of the 600-800 ns loaded-latency range
     l2_bytes=50 * 1024 * KB,
+    l2_fill_bw=5.0e12,    # bench/mma_sync_ceiling.cu on an H100: 4.84-4.99 TB/s (the 4096^3 kernel: 4.9-5.2)
     notes="measured ceilings; mma.sync reaches ~0.65x the wgmma peak",
     **_SM80_PLUS_RULES,
 )

@@ -288,6 +288,10 @@ def evaluate(cfg: MatmulTileConfig, m: int, n: int, k: int, dtype, device="h100"
     else:
         smem_traffic = (cfg.warps * (wm + wn) + (cfg.bm + cfg.bn)) * cfg.bk * es
     t_smem = smem_traffic * resident / dev.smem_bw_per_sm()
+    # The mma.sync kernels fill their tiles with cp.async from L2, whose rate the whole GPU shares
+    # (bench/mma_sync_ceiling.cu: on an H100 it, not the tensor pipe, bounds a 128 x 256 tile).
+    fill_bw = dev.l2_fill_bw_per_sm() if path in TC_PATHS else None
+    t_l2 = (cfg.bm + cfg.bn) * cfg.bk * e * resident / fill_bw if fill_bw else 0.0
     slots = sms * resident
     waves = tiles / slots
     n_waves = _cdiv(tiles, slots)
@@ -307,9 +311,9 @@ def evaluate(cfg: MatmulTileConfig, m: int, n: int, k: int, dtype, device="h100"
 
     # A k-tile step can't be faster than DRAM delivers its share (memory-bound problems), so the
     # pipeline depth S_min is taken on the slower of the two.
-    t_tile = max(t_math, t_smem, t_mem / (n_waves * k_tiles))
+    t_tile = max(t_math, t_smem, t_l2, t_mem / (n_waves * k_tiles))
     need = s_min(lat, t_tile)
-    t_tile_eff = max(t_math, t_smem, lat / (cfg.stages - 1))  # too few stages: the latency shows
+    t_tile_eff = max(t_math, t_smem, t_l2, lat / (cfg.stages - 1))  # too few stages: the latency shows
     t_compute = n_waves * k_tiles * t_tile_eff  # = flops / rate / (wave_eff * tail_eff)
     t_fill = n_waves * lat                      # each wave waits one latency for its first k-tile
     predicted = max(t_compute, t_mem) + t_fill
@@ -554,7 +558,8 @@ def format_plan(m: int, n: int, k: int, dtype="bf16", device="h100", show_pruned
         f"matmul plan: M={m} N={n} K={k} dtype={p.dtype} ({e_bytes} B) path={p.path} device={dev.name}",
         f"peak {p.peak / 1e12:.0f} TFLOP/s{mma}, DRAM {dev.mem_bw / 1e12:.2f} TB/s, ridge {p.ridge:.0f} FLOP/B; "
         f"problem AI {p.problem_ai:.0f} FLOP/B ({bound}); latency {dev.mem_latency_s * 1e9:.0f} ns; "
-        f"smem {dev.smem_bw_per_sm() / 1e9:.0f} GB/s/SM",
+        f"smem {dev.smem_bw_per_sm() / 1e9:.0f} GB/s/SM"
+        + (f"; L2 fill (cp.async) {dev.l2_fill_bw / 1e12:.2f} TB/s" if p.path in TC_PATHS and dev.l2_fill_bw else ""),
         f"{n_all} candidates: {len(p.ranked)} ranked, {len(p.pruned)} pruned",
         "",
     ]
