@@ -14,7 +14,8 @@
 //              256x256 block tiles
 //   +bulk      the 12 KB as one cp.async.bulk (sm_90 TMA, 1-D) per k-step, completing on an mbarrier
 //              that every thread waits on (+bulk 1w: only the issuing thread, the rest at the barrier)
-//   cp only, bulk only   the fills alone: L2 -> shared bandwidth
+//   +ldg/sts   the 12 KB through registers (16-byte ld.global.cg, st.shared a k-step later)
+//   cp only, bulk only, ldg/sts only   the fills alone: L2 -> shared bandwidth
 // The SM clock during each run comes from clock64 against globaltimer on SM 0, so the per-clock
 // rates are the hardware's, whatever clock the GPU chose under that load.
 #include <cstdint>
@@ -42,7 +43,12 @@ using namespace aiter_lite;
 // the L2 bytes per mma of a 192x256 / 256x256 block tile).
 // kBulkOneWaiter: as kBulk, but only the issuing thread waits on the mbarrier; the others wait at
 // the block barrier after it.
-enum Fill { kNoFill = 0, kCpAsync = 1, kCpAsyncHalf = 2, kBulk = 3, kCpAsync34 = 4, kBulkOneWaiter = 5 };
+// kLdgSts: the 12 KB through registers instead (16-byte ld.global.cg, stored to shared memory one
+// k-step later), the pre-cp.async way.
+enum Fill { kNoFill = 0, kCpAsync = 1, kCpAsyncHalf = 2, kBulk = 3, kCpAsync34 = 4, kBulkOneWaiter = 5, kLdgSts = 6 };
+__host__ __device__ constexpr bool is_cp_async(int fill) {
+  return fill == kCpAsync || fill == kCpAsyncHalf || fill == kCpAsync34;
+}
 
 constexpr int kWarps = 8, kThreads = kWarps * 32, kMTiles = 4, kNTiles = 8;
 constexpr int kFragBytes = 16 * 1024;                 // per warp: 8 ldmatrix.x4 x 512 B x 4 rotating k-steps
@@ -113,6 +119,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kCpAsync34 / kCpAsyncHalf.
   // kBulk: thread 0 copies the k-step's 12 KB with one bulk copy that completes on the group's
   // mbarrier (a group is 4 k-steps, one k-tile of BK = 64).
+  uint4 staged[3];  // kLdgSts: the previous k-step's loads
   auto fill = [&](int kstep) {
     const int q = kstep & 3, group = kstep >> 2;
     if constexpr (kFill == kCpAsync || kFill == kCpAsyncHalf || kFill == kCpAsync34) {
@@ -123,6 +130,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int chunk = (q * 3 + c) * kThreads + threadIdx.x;  // 0 .. 3071 (48 KB)
         const int src = (blockIdx.x * 3072 + group * 977 + chunk) % fill_src_chunks;
         mma::cp_async_16(fill_base + chunk * 16, fill_src + src);
+      }
+    } else if constexpr (kFill == kLdgSts) {
+#pragma unroll
+      for (int c = 0; c < 3; ++c) {
+        const int chunk = (q * 3 + c) * kThreads + threadIdx.x;
+        if (kstep > 0)
+          asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(fill_base + chunk * 16), "r"(staged[c].x),
+                       "r"(staged[c].y), "r"(staged[c].z), "r"(staged[c].w) : "memory");
+        const int src = (blockIdx.x * 3072 + group * 977 + chunk) % fill_src_chunks;
+        asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(staged[c].x), "=r"(staged[c].y), "=r"(staged[c].z), "=r"(staged[c].w)
+                     : "l"(fill_src + src));
       }
     } else if constexpr (is_bulk(kFill)) {
       if (bulk_thread) {
@@ -136,7 +155,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // End of a group of 4 k-steps: wait for the previous group's fill, then a block barrier.
   auto group_end = [&](int kstep) {
     const int group = kstep >> 2;
-    if constexpr (kFill != kNoFill && !is_bulk(kFill)) mma::cp_async_wait<2>();
+    if constexpr (is_cp_async(kFill)) mma::cp_async_wait<2>();
     if constexpr (is_bulk(kFill))  // kBulk: all threads wait; kBulkOneWaiter: thread 0, then the barrier
       if (group >= 1 && (kFill == kBulk || bulk_thread))
         sm90::mbar_wait(bars + ((group - 1) & 1) * 8, ((group - 1) >> 1) & 1);
@@ -153,7 +172,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (kLdsm) load_frags(nxt, k + half + 1);
       if (kFill != kNoFill) {
         fill(k + half);
-        if (!is_bulk(kFill)) mma::cp_async_commit();
+        if (is_cp_async(kFill)) mma::cp_async_commit();
       }
       if (kMma) {
 #pragma unroll
@@ -167,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (kFill != kNoFill && half == 1 && (k & 3) == 2) group_end(k + half);  // every 4 k-steps (BK = 64)
     }
   }
-  if constexpr (kFill != kNoFill && !is_bulk(kFill)) mma::cp_async_wait<0>();
+  if constexpr (is_cp_async(kFill)) mma::cp_async_wait<0>();
   if constexpr (is_bulk(kFill)) {
     const int last = (ksteps - 1) >> 2;
     sm90::mbar_wait(bars + (last & 1) * 8, (last >> 1) & 1);
@@ -254,5 +273,7 @@ int main() {
   if (time_form<true, true, kBulkOneWaiter>("+bulk 1w", sms, src, src_chunks, sink, clocks)) return 1;
   if (time_form<false, false, kCpAsync>("cp only", sms, src, src_chunks, sink, clocks)) return 1;
   if (time_form<false, false, kBulk>("bulk only", sms, src, src_chunks, sink, clocks)) return 1;
+  if (time_form<true, true, kLdgSts>("+ldg/sts", sms, src, src_chunks, sink, clocks)) return 1;
+  if (time_form<false, false, kLdgSts>("ldg/sts only", sms, src, src_chunks, sink, clocks)) return 1;
   return 0;
 }
