@@ -23,18 +23,11 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda_check.h"
+
 #define AITER_LITE_CUDA 1
 #include "mma.cuh"
 #include "sm90.cuh"
-
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e = (x);                                                                  \
-    if (e != cudaSuccess) {                                                               \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
 
 using namespace aiter_lite;
 

@@ -18,14 +18,7 @@
 
 #include <cuda_runtime.h>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e = (x);                                                                  \
-    if (e != cudaSuccess) {                                                               \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
+#include "cuda_check.h"
 
 enum Mode { kAdd = 0, kRna = 1, kSetpAdd = 2, kRn = 3 };
 
