@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call on where the portable mma.sync kernel (issue 5) stands against the hardware:
-#   1. bench/mma_sync_ceiling.cu: the m16n8k16 rate from registers, + ldmatrix, + the cp.async fill
-#      (per SM and clock, at the clock the GPU ran);
+#   1. bench/mma_sync_ceiling.cu: the m16n8k16 rate from registers, + ldmatrix, + the tile fill by
+#      cp.async, TMA or plain loads, and the fills alone (per SM and clock, at the clock the GPU ran);
 #   2. every tensor_core fp16 config against cuBLAS at 4096^3, with the SM clock and power sampled
 #      by nvidia-smi during the timing (does cuBLAS run at another clock than ours?);
 #   3. Nsight Compute on config 5 at 4096^3 (pipe utilisation, issue, shared-memory wavefronts and

@@ -7,10 +7,12 @@ it. Needs a CUDA GPU and nvidia-smi.
 
     python bench/matmul_clocks.py [--shape 4096x4096x4096] [--dtype fp16] [--seconds 3] [--rounds 3]
 
-Prints one line per window (impl, TFLOP/s from CUDA events over the window, median SM MHz and mean W
-from the samples inside it) and the per-impl medians last.
+Prints one line per window (impl, TFLOP/s from CUDA events over the window, with a host sync every 10
+calls for both, median SM MHz and mean W from the samples after the window's first 0.5 s) and the
+per-impl medians last.
 """
 import argparse
+import datetime
 import statistics
 import subprocess
 import time
@@ -29,8 +31,8 @@ def sample_smi(proc_out: str):
         parts = [p.strip() for p in line.split(",")]
         if len(parts) != 3:
             continue
-        try:
-            t = time.mktime(time.strptime(parts[0].split(".")[0], "%Y/%m/%d %H:%M:%S")) + float("0." + parts[0].split(".")[1])
+        try:  # nvidia-smi prints local time, as time.time() counts it
+            t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
             rows.append((t, float(parts[1].split()[0]), float(parts[2].split()[0])))
         except (ValueError, IndexError):
             continue
@@ -59,7 +61,7 @@ def main() -> None:
     time.sleep(1.0)
     windows = []
     try:
-        for r in range(args.rounds):
+        for _ in range(args.rounds):
             for name, fn in impls.items():
                 calls, start_ev, end_ev = 0, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 t0 = time.time()
@@ -73,6 +75,7 @@ def main() -> None:
                 torch.cuda.synchronize()
                 t1 = time.time()
                 ms = start_ev.elapsed_time(end_ev)
+                # clock and power from 0.5 s in: the samples of the window's start still show the pause before it
                 windows.append((name, t0 + 0.5, t1, 2.0 * m * n * k * calls / (ms * 1e-3) / 1e12))
                 time.sleep(0.5)
     finally:

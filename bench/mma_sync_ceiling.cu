@@ -1,5 +1,5 @@
-// How fast can an mma.sync m16n8k16 main loop go on this GPU, before any global memory is involved?
-// (issue 5: the portable fp16/bf16 kernel, csrc/kernels/matmul_tc.cuh, stays near 440 TFLOP/s on an
+// How fast can an mma.sync m16n8k16 main loop go on this GPU, and what does filling its tiles from L2
+// cost it? (issue 5: the portable fp16/bf16 kernel, csrc/kernels/matmul_tc.cuh, stays near 440 TFLOP/s on an
 // H100 at 4096^3; this measures the ceilings above it.) Standalone:
 //   nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc/include -o /tmp/mma_sync_ceiling bench/mma_sync_ceiling.cu
 // Every SM runs one block of 8 warps (the occupancy of configs 5-7), each warp a 64x64 tile of fp32
@@ -39,22 +39,26 @@ using namespace aiter_lite;
 // kLdgSts: the 12 KB through registers instead (16-byte ld.global.cg, stored to shared memory one
 // k-step later), the pre-cp.async way.
 enum Fill { kNoFill = 0, kCpAsync = 1, kCpAsyncHalf = 2, kBulk = 3, kCpAsync34 = 4, kBulkOneWaiter = 5, kLdgSts = 6 };
-__host__ __device__ constexpr bool is_cp_async(int fill) {
-  return fill == kCpAsync || fill == kCpAsyncHalf || fill == kCpAsync34;
-}
 
 constexpr int kWarps = 8, kThreads = kWarps * 32, kMTiles = 4, kNTiles = 8;
 constexpr int kFragBytes = 16 * 1024;                 // per warp: 8 ldmatrix.x4 x 512 B x 4 rotating k-steps
 constexpr int kFillBytes = 48 * 1024;                 // fill target (one k-tile of A + B)
-constexpr int kStepFill = 12 * 1024;                  // fill per k-step (kCpAsync, kBulk)
+constexpr int kStepFill = 12 * 1024;                  // fill per k-step (kCpAsync, kBulk, kLdgSts)
 constexpr int kSmemBytes = kWarps * kFragBytes + kFillBytes + 16;  // + 2 mbarriers
+
+__host__ __device__ constexpr bool is_cp_async(int fill) {
+  return fill == kCpAsync || fill == kCpAsyncHalf || fill == kCpAsync34;
+}
+__host__ __device__ constexpr bool is_bulk(int fill) { return fill == kBulk || fill == kBulkOneWaiter; }
+// Bytes a block fills per k-step, on average over the k-steps that skip it.
+constexpr int fill_bytes_per_kstep(int fill) {
+  return fill == kNoFill ? 0 : fill == kCpAsyncHalf ? kStepFill / 2 : fill == kCpAsync34 ? kStepFill * 3 / 4 : kStepFill;
+}
 
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
-
-__host__ __device__ constexpr bool is_bulk(int fill) { return fill == kBulk || fill == kBulkOneWaiter; }
 
 template <bool kLdsm, bool kMma, int kFill>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -113,16 +117,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kBulk: thread 0 copies the k-step's 12 KB with one bulk copy that completes on the group's
   // mbarrier (a group is 4 k-steps, one k-tile of BK = 64).
   uint4 staged[3];  // kLdgSts: the previous k-step's loads
+  // Where chunk `chunk` of k-tile `group` comes from: each block and k-tile a different 48 KB window.
+  auto src_chunk = [&](int group, int chunk, int window_chunks) -> int {
+    return (blockIdx.x * 3072 + group * 977 + chunk) % window_chunks;
+  };
   auto fill = [&](int kstep) {
     const int q = kstep & 3, group = kstep >> 2;
-    if constexpr (kFill == kCpAsync || kFill == kCpAsyncHalf || kFill == kCpAsync34) {
+    if constexpr (is_cp_async(kFill)) {
       if (kFill == kCpAsyncHalf && (kstep & 1)) return;
       if (kFill == kCpAsync34 && q == 3) return;
 #pragma unroll
       for (int c = 0; c < 3; ++c) {
         const int chunk = (q * 3 + c) * kThreads + threadIdx.x;  // 0 .. 3071 (48 KB)
-        const int src = (blockIdx.x * 3072 + group * 977 + chunk) % fill_src_chunks;
-        mma::cp_async_16(fill_base + chunk * 16, fill_src + src);
+        mma::cp_async_16(fill_base + chunk * 16, fill_src + src_chunk(group, chunk, fill_src_chunks));
       }
     } else if constexpr (kFill == kLdgSts) {
 #pragma unroll
@@ -131,17 +138,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (kstep > 0)
           asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(fill_base + chunk * 16), "r"(staged[c].x),
                        "r"(staged[c].y), "r"(staged[c].z), "r"(staged[c].w) : "memory");
-        const int src = (blockIdx.x * 3072 + group * 977 + chunk) % fill_src_chunks;
         asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
                      : "=r"(staged[c].x), "=r"(staged[c].y), "=r"(staged[c].z), "=r"(staged[c].w)
-                     : "l"(fill_src + src));
+                     : "l"(fill_src + src_chunk(group, chunk, fill_src_chunks)));
       }
     } else if constexpr (is_bulk(kFill)) {
       if (bulk_thread) {
         const uint32_t bar = bars + (group & 1) * 8;
         if (q == 0) sm90::mbar_arrive_expect_tx(bar, 4 * kStepFill);
-        const int src = (blockIdx.x * 3072 + group * 977 + q * 768) % (fill_src_chunks - 768);
-        bulk_copy(fill_base + q * kStepFill, fill_src + src, kStepFill, bar);
+        // one contiguous 12 KB copy (768 chunks) that must not run past the buffer
+        bulk_copy(fill_base + q * kStepFill, fill_src + src_chunk(group, q * 768, fill_src_chunks - 768), kStepFill, bar);
       }
     }
   };
@@ -233,9 +239,11 @@ int time_form(const char* name, int sms, const uint4* src, int src_chunks, float
   }
   const double steps = double(sms) * ksteps, secs = best * 1e-3;
   const double mma = kMma ? steps * kWarps * kMTiles * kNTiles : 0.0;
-  const double fill_bytes = kFill == kNoFill ? 0.0 : steps * (kFill == kCpAsyncHalf ? kStepFill / 2 : kFill == kCpAsync34 ? kStepFill * 3 / 4 : kStepFill);
+  const double fill_bytes = steps * fill_bytes_per_kstep(kFill);
   std::printf("| %-10s | %8.3f | %6.0f | %7.1f | %6.3f | %6.2f | %6.1f |\n", name, best, mhz, mma * 4096.0 / secs / 1e12,
               mma / sms / (secs * mhz * 1e6), fill_bytes / secs / 1e12, fill_bytes / sms / (secs * mhz * 1e6));
+  CHECK(cudaEventDestroy(e0));
+  CHECK(cudaEventDestroy(e1));
   return 0;
 }
 

@@ -380,7 +380,7 @@ def main(argv=None) -> int:
     p.add_argument("--rep-ms", type=float, default=None, help="timed time per measurement (default 100; quick 40)")
     p.add_argument("--out", type=Path, default=None, help="JSON (default bench/results/plan_vs_measure_<gpu>.json)")
     p.add_argument("--dry-run", action="store_true", help="list the measurements and the planner's top 3; no GPU")
-    p.add_argument("--device", default="h100", help="--dry-run, --cpu: planner device model (default h100)")
+    p.add_argument("--device", default="h100", help="--dry-run, --cpu, --replan: planner device model (default h100)")
     p.add_argument("--cpu", action="store_true", help="run the measurement loop on the CPU: a smoke test of this "
                    "script (the CPU kernel ignores variant and config; the times mean nothing)")
     p.add_argument("--from-json", type=Path, help="print the tables of a written JSON; measure nothing")

@@ -3,7 +3,8 @@
 A DeviceModel holds what the planner's arithmetic needs: the SM resources that decide occupancy
 (shared memory, registers, threads, blocks per SM), the clock (for the shared-memory bandwidth of an
 SM), the DRAM bandwidth, the rate at which cp.async can fill shared memory from L2, the peak FLOP/s
-of each dtype path, and the global-memory load latency that a cp.async pipeline has to hide. docs/planner.md says where every constant comes from.
+of each dtype path, and the global-memory load latency that a cp.async pipeline has to hide.
+docs/planner.md says where every constant comes from.
 
 Throughput ceilings are *practical* ones where we have them (measured copy bandwidth, cuBLAS-measured
 GEMM rates), not datasheet maxima, because the planner predicts times that a good kernel reaches.
