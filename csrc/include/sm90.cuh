@@ -104,6 +104,18 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #endif
 }
 
+// ---- named barriers -----------------------------------------------------------------------------
+
+// Named CTA barrier `id` (1-15; 0 is __syncthreads) over `threads` threads (a multiple of 32), whole
+// warps only. sync waits for the barrier; arrive counts the calling warp and goes on.
+__device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ void named_bar_arrive(uint32_t id, uint32_t threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- bulk tensor copies (TMA), global -> shared --------------------------------------------------
 
 // Hints the tensor map (a __grid_constant__ kernel parameter) into the descriptor cache.

@@ -94,6 +94,11 @@
 #ifndef AITER_LITE_WGMMA_GROUP_M
 #define AITER_LITE_WGMMA_GROUP_M 8
 #endif
+// k-tiles by which consumer 1 trails consumer 0 in each tile (0: none); for measurements only
+// (wgmma_mainloop).
+#ifndef AITER_LITE_WGMMA_EXPERIMENT_STAGGER
+#define AITER_LITE_WGMMA_EXPERIMENT_STAGGER 0
+#endif
 
 namespace aiter_lite {
 namespace matmul_detail {
@@ -496,6 +501,14 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
   const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
   const uint32_t a_rows = smem + Traits::kAOffset + consumer * Traits::kWgRows * Traits::kRowBytes;
 
+  // Experiment (AITER_LITE_WGMMA_EXPERIMENT_STAGGER = D): consumer 1 starts each tile after
+  // consumer 0 has issued D of its k-tiles, so that their epilogues do not run at the same time.
+  // Only where a tile has more k-tiles than the ring can hold ahead, so that consumer 0 can never
+  // reach the next tile's arrival before consumer 1 has waited for this one.
+  constexpr int kStagger = AITER_LITE_WGMMA_EXPERIMENT_STAGGER;
+  const bool stagger = kStagger > 0 && Traits::kConsumers == 2 && range.end - range.begin > kStages + kStagger + 2;
+  if (stagger && consumer == 1) sm90::named_bar_sync(1, 256);
+
   int prev_stage = 0;
   for (int32_t kt = range.begin; kt < range.end; ++kt) {
     sm90::mbar_wait(full0 + 8 * stage, phase);
@@ -521,6 +534,7 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
     wgmma::wgmma_commit();
 #pragma unroll
     for (int mb = 0; mb < kMBlocks; ++mb) wgmma::warpgroup_fence_operands(acc[mb]);
+    if (stagger && consumer == 0 && kt == range.begin + kStagger - 1) sm90::named_bar_arrive(1, 256);
     if (kt == range.begin + 1) hook();
     // Keep this k-tile's group in flight; the previous one is done, so its stage can be refilled.
     if (kt > range.begin) {
