@@ -10,7 +10,8 @@
 #   usage (H100, repo root): NO_CHECK=1 bash bench/gpu_wgmma_experiments.sh module_matmul module_matmul_nostore
 #   env: SHAPES (default 4096^3,8192^3), DTYPES (bf16,fp16), CONFIGS (14,21), ROUNDS (3), NO_CHECK,
 #        NCU_CONFIGS (e.g. 21,14: then each config of each module and cuBLAS also under Nsight Compute at
-#        4096^3 fp16, two calls each: duration, SM clock, tensor-pipe activity)
+#        4096^3 fp16, two calls each: duration, SM clock), NCU_CLOCKS (base: ncu's locked base clock,
+#        default; none: the clocks as they come, i.e. boost; both: base,none)
 #   The modules run in the same interleaved rounds (one probe), so their ratios compare directly.
 source "$(dirname "$0")/gpu_prelude.sh"
 export AITER_LITE_JIT_CONFIG="$PWD/bench/jit_experiments.json"
@@ -26,14 +27,16 @@ echo "== $modules, interleaved in the same rounds (t=$((SECONDS - t0)) s)"
 timeout 400 python3 bench/probe_wgmma_configs.py --modules "$modules" ${NO_CHECK:+--no-check} \
   --shapes "${SHAPES:-4096x4096x4096,8192x8192x8192}" --dtypes "${DTYPES:-bf16,fp16}" --configs "${CONFIGS:-14,21}" \
   --rounds "${ROUNDS:-3}" --out "$OUT/experiment_modules.json" 2>&1 | grep -v "^NVIDIA"
-ncu_configs="${NCU_CONFIGS:-}"
-for cfg in ${ncu_configs//,/ }; do
-  echo "== ncu 4096^3 fp16, config $cfg: cuBLAS, $modules (t=$((SECONDS - t0)) s)"
-  METRICS=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active
-  timeout 150 ncu --profile-from-start off -k regex:"nvjet|sm90_|matmul_wgmma" --metrics "$METRICS" \
-    python3 bench/profile_matmul.py --shape 4096x4096x4096 --dtype fp16 --modules "$modules" --config "$cfg" \
-    --repeat 2 > "$OUT/ncu_config$cfg.txt" 2>&1
-  echo "ncu rc=$?"
-  grep -E "gpu__time|per_second|pct_of_peak" "$OUT/ncu_config$cfg.txt" | sed 's/  */ /g' | cut -c1-90
+ncu_configs="${NCU_CONFIGS:-}" ncu_clocks="${NCU_CLOCKS:-base}"
+for clock in ${ncu_clocks//,/ }; do
+  for cfg in ${ncu_configs//,/ }; do
+    echo "== ncu ($clock clocks) 4096^3 fp16, config $cfg: cuBLAS, $modules (t=$((SECONDS - t0)) s)"
+    timeout 150 ncu --clock-control "$clock" --profile-from-start off -k regex:"nvjet|sm90_|matmul_wgmma" \
+      --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second \
+      python3 bench/profile_matmul.py --shape 4096x4096x4096 --dtype fp16 --modules "$modules" --config "$cfg" \
+      --repeat 2 > "$OUT/ncu_${clock}_config$cfg.txt" 2>&1
+    echo "ncu rc=$?"
+    grep -E "gpu__time|per_second" "$OUT/ncu_${clock}_config$cfg.txt" | sed 's/  */ /g' | cut -c1-90 | paste -sd' '
+  done
 done
 echo "(total $((SECONDS - t0)) s)"
