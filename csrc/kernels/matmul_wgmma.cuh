@@ -82,6 +82,7 @@
 
 #include "matmul_common.cuh"
 #include "matmul_configs.h"
+#include "matmul_wgmma_timeline.cuh"
 #include "matmul_launch_impl.h"  // ensure_dynamic_smem, out_vec_ok, with_config, with_bool
 #include "sm90.cuh"
 #include "tma_desc.h"
@@ -566,6 +567,16 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[Traits::kMBloc
     wgmma_store<Traits, true, kPiece0, kPiece1>(acc, args, tile, consumer, warp, lane, epi_buf);
 }
 
+// Timeline experiment (matmul_wgmma_timeline.cuh): stamps the moment the next tile's first k-tile
+// is in shared memory (waiting on the phase the mainloop then finds complete).
+template <class Traits>
+__device__ __forceinline__ void wgmma_timeline_data(uint32_t smem, int stage, uint32_t phase, int consumer, int tile_no) {
+  if constexpr (wgmma_timeline::kOn) {
+    sm90::mbar_wait(smem + Traits::kBarOffset + 8 * stage, phase);
+    wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kData);
+  }
+}
+
 // The consumers' accumulators start at zero (the first k16 step overwrites them anyway; an empty
 // K range, e.g. a split-K CTA without k-tiles, contributes these zeros).
 template <class Traits>
@@ -588,12 +599,17 @@ __device__ __forceinline__ void wgmma_consumer(const WgmmaArgs<typename Traits::
   int stage = 0;
   uint32_t phase = 0;
   const WgmmaKRange range = wgmma_k_range<Traits>(args.k_tiles, rank);
-  for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step) {
+  int tile_no = 0;  // for the timeline experiment only
+  for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step, ++tile_no) {
     const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
+    wgmma_timeline_data<Traits>(smem, stage, phase, consumer, tile_no);
     wgmma_mainloop<Traits>(acc, smem, consumer, lane, range, stage, phase);
+    wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kMainloopDone);
     // Epilogue. The producer is already filling the ring with the next tile's k-tiles meanwhile.
     wgmma_epilogue<Traits>(acc, args, tile, smem, consumer);
+    wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kEpilogueDone);
   }
+  wgmma_timeline::exit_and_print(consumer);
 }
 
 // Persistent consumer with the overlapped epilogue (kDeferredPieces > 0). After a tile's last
@@ -644,8 +660,11 @@ __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename 
   int stage = 0;
   uint32_t phase = 0;
   const WgmmaKRange range = wgmma_k_range<Traits>(args.k_tiles, rank);
-  for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step) {
+  int tile_no = 0;  // for the timeline experiment only
+  for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step, ++tile_no) {
+    wgmma_timeline_data<Traits>(smem, stage, phase, consumer, tile_no);
     wgmma_mainloop<Traits>(acc, smem, consumer, lane, range, stage, phase, flush);
+    wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kMainloopDone);
     flush();  // a tile of one k-tile never ran the hook
     const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
     if constexpr (kFirstDeferred > 0) wgmma_epilogue<Traits, 0, kFirstDeferred>(acc, args, tile, smem, consumer);
@@ -655,7 +674,9 @@ __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename 
     __syncwarp();  // the slots are written before any lane reads them back (in flush)
     held_unit = unit;
     if (unit + unit_step >= args.total_units) flush();  // the CTA's last tile: nothing to overlap with
+    wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kEpilogueDone);
   }
+  wgmma_timeline::exit_and_print(consumer);
 }
 
 // Split-K consumer (one unit per cluster; see the top of this file). Every thread of the cluster
@@ -715,6 +736,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // Only the sm_90a image has a body: wgmma, setmaxnreg and multicast copies exist nowhere else,
   // and the dispatch launches this kernel only on a compute-capability-9.0 device.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  wgmma_timeline::entry();
   extern __shared__ __align__(1024) unsigned char matmul_wgmma_smem[];
   // The runtime does not promise 1024-byte alignment of dynamic shared memory: align by hand (the
   // config's shared-memory size includes the slack).
