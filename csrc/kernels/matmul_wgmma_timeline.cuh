@@ -15,6 +15,7 @@
 #define AITER_LITE_WGMMA_EXPERIMENT_TIMELINE 0
 #endif
 
+namespace aiter_lite {
 namespace wgmma_timeline {
 
 constexpr bool kOn = AITER_LITE_WGMMA_EXPERIMENT_TIMELINE != 0;
@@ -76,3 +77,4 @@ __device__ __forceinline__ void exit_and_print(int consumer) {
 }
 
 }  // namespace wgmma_timeline
+}  // namespace aiter_lite
