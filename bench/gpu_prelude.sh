@@ -21,3 +21,13 @@ cold_build_matmul() {
   echo "== cold build of module_matmul"
   cold_build module_matmul "$OUT/build.txt"
 }
+
+# cold_build_each MODULE...: each module built from scratch, side by side; the last line of each
+# build's output (its time) on stdout, the tail in $OUT/build_MODULE.txt.
+cold_build_each() {
+  for mod in "$@"; do
+    cold_build "$mod" "$OUT/build_$mod.txt" >/dev/null &
+  done
+  wait
+  for mod in "$@"; do tail -n 1 "$OUT/build_$mod.txt"; done
+}

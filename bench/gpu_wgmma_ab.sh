@@ -13,11 +13,7 @@ export AITER_LITE_JIT_CONFIG="$PWD/.peers/base/jit_base.json"
 [ -f "$AITER_LITE_JIT_CONFIG" ] || { echo "no .peers/base: run bench/make_base_module.py first and carry .peers"; exit 2; }
 
 echo "== builds: module_matmul and module_matmul_base (t=$((SECONDS - t0)) s)"
-for mod in module_matmul module_matmul_base; do
-  cold_build "$mod" "$OUT/build_$mod.txt" >/dev/null &
-done
-wait
-tail -n 2 "$OUT"/build_*.txt
+cold_build_each module_matmul module_matmul_base
 
 echo "== A/B, interleaved rounds (t=$((SECONDS - t0)) s)"
 timeout 300 python3 bench/probe_wgmma_configs.py --modules module_matmul_base,module_matmul \

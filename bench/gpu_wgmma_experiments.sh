@@ -17,11 +17,7 @@ source "$(dirname "$0")/gpu_prelude.sh"
 export AITER_LITE_JIT_CONFIG="$PWD/bench/jit_experiments.json"
 modules="$(IFS=,; echo "${*:-module_matmul}")"
 echo "== builds, side by side (t=$((SECONDS - t0)) s)"
-for mod in "${@:-module_matmul}"; do
-  cold_build "$mod" "$OUT/build_$mod.txt" >/dev/null &
-done
-wait
-tail -qn 1 "$OUT"/build_*.txt
+cold_build_each "${@:-module_matmul}"
 echo "== $modules, interleaved in the same rounds (t=$((SECONDS - t0)) s)"
 # NO_CHECK=1 for builds whose output is wrong by design (module_matmul_nostore).
 timeout 400 python3 bench/probe_wgmma_configs.py --modules "$modules" ${NO_CHECK:+--no-check} \
