@@ -62,9 +62,9 @@ def parse(text: str):
     for line in text.splitlines():
         if line.startswith("TL "):
             left, *groups = line[3:].split("|")
-            cta, smid, gt0, gt1, end = (int(v) for v in left.split())
+            cta, gt0, gt1, end = (int(v) for v in left.split())
             tiles = [tuple(int(v) for v in g.split()) for g in groups]
-            rows.append({"cta": cta, "smid": smid, "gt0": gt0, "gt1": gt1, "end": end, "tiles": tiles})
+            rows.append({"cta": cta, "gt0": gt0, "gt1": gt1, "end": end, "tiles": tiles})
         elif line.startswith("CALL "):
             calls.append(rows)
             rows = []

@@ -609,7 +609,7 @@ __device__ __forceinline__ void wgmma_consumer(const WgmmaArgs<typename Traits::
     wgmma_epilogue<Traits>(acc, args, tile, smem, consumer);
     wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kEpilogueDone);
   }
-  wgmma_timeline::exit_and_print(consumer);
+  wgmma_timeline::stamp_exit(consumer);
 }
 
 // Persistent consumer with the overlapped epilogue (kDeferredPieces > 0). After a tile's last
@@ -676,7 +676,7 @@ __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename 
     if (unit + unit_step >= args.total_units) flush();  // the CTA's last tile: nothing to overlap with
     wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kEpilogueDone);
   }
-  wgmma_timeline::exit_and_print(consumer);
+  wgmma_timeline::stamp_exit(consumer);
 }
 
 // Split-K consumer (one unit per cluster; see the top of this file). Every thread of the cluster
@@ -892,6 +892,8 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   void* kernel_args[] = {&map_a, &map_b, &args};
   AITER_LITE_GPU_CHECK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernel), kernel_args));
   AITER_LITE_LAUNCH_CHECK();
+  wgmma_timeline::after_launch(static_cast<int>(cfg.gridDim.x), stream);
+  if constexpr (wgmma_timeline::kOn) AITER_LITE_LAUNCH_CHECK();
   return true;
 }
 
