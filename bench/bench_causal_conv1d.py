@@ -36,6 +36,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import aiter_lite  # noqa: E402
+from aiter_lite.testing import dtype_name  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -83,12 +84,13 @@ def parse_args(argv=None):
             continue
         try:
             dt, bdl, w = item.split(":")
+            dt = dtype_name(dt)
             batch, dim, seqlen = (int(v) for v in bdl.split("x"))
             fwd_shapes.append((dt, batch, dim, seqlen, int(w)))
+        except argparse.ArgumentTypeError as e:
+            p.error(f"--fwd-shapes: {e}")
         except ValueError:
             p.error(f"--fwd-shapes takes dtype:BxDxL:W,..., got {item!r}")
-        if dt not in DTYPES:
-            p.error(f"--fwd-shapes: unknown dtype {dt!r}")
     args.fwd_shape_list = fwd_shapes
     return args
 

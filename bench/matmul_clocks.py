@@ -20,6 +20,7 @@ import time
 import torch
 
 import aiter_lite
+from aiter_lite.testing import dtype_name
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -42,7 +43,7 @@ def sample_smi(proc_out: str):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", default="4096x4096x4096")
-    p.add_argument("--dtype", default="fp16", choices=sorted(DTYPES))
+    p.add_argument("--dtype", default="fp16", type=lambda s: dtype_name(s, allowed=DTYPES), help="fp16 or bf16")
     p.add_argument("--seconds", type=float, default=3.0, help="length of one window")
     p.add_argument("--rounds", type=int, default=3, help="windows per implementation (alternating)")
     args = p.parse_args()

@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from aiter_lite.jit import get_module  # noqa: E402
 from aiter_lite.ops import causal_conv1d_ref  # noqa: E402
 from aiter_lite.ops._common import DTYPE_CODES  # noqa: E402
+from aiter_lite.testing import dtype_name  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -85,7 +86,7 @@ def main(argv=None) -> int:
         channel_last = layout == ["cl"]
         B, D, L = (int(v) for v in shape.split("x"))
         W = int(width)
-        dtype = DTYPES[dname]
+        dtype = DTYPES[dtype_name(dname)]
         x = torch.randn(B, D, L, device="cuda").to(dtype)
         if channel_last:  # stored [B, L, D], passed as a [B, D, L] view
             x = x.transpose(1, 2).contiguous().transpose(1, 2)

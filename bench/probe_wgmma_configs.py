@@ -52,6 +52,7 @@ def main(argv=None) -> int:
 
     import aiter_lite
     from aiter_lite.ops.matmul import matmul_plan
+    from aiter_lite.testing import dtype_names
 
     ops_matmul = sys.modules["aiter_lite.ops.matmul"]
     modules = [m for m in args.modules.split(",") if m]
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
     print(f"{dev}, torch {torch.__version__}, repack {'off' if args.no_repack else 'on'}, B layout {args.b_layout}")
     records = []
     for m, n, k in shapes:
-        for name in args.dtypes.split(","):
+        for name in dtype_names(args.dtypes, allowed=DTYPES):
             dtype = DTYPES[name]
             a = torch.randn(m, k, device="cuda", dtype=dtype)
             b = torch.randn(k, n, device="cuda", dtype=dtype) if args.b_layout == "n" else \

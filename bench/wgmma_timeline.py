@@ -107,9 +107,13 @@ def summarize(rows, k_tiles: int) -> None:
 
 
 def main() -> None:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from aiter_lite.testing import dtype_name
+
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", default="4096x4096x4096", help="MxNxK")
-    p.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
+    p.add_argument("--dtype", default="fp16", type=lambda s: dtype_name(s, allowed=("fp16", "bf16")),
+                   help="fp16 or bf16")
     p.add_argument("--config", type=int, default=21, help="a persistent wgmma config (default 21)")
     p.add_argument("--calls", type=int, default=3, help="recorded calls (after one warm-up call)")
     p.add_argument("--module", default="module_matmul_timeline")
