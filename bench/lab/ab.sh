@@ -1,19 +1,17 @@
-#!/usr/bin/env bash
-# One device call for an A/B of a wgmma kernel change: the working tree's module_matmul against
+# An A/B of a wgmma kernel change in one device call (sourced by bench/gpu.sh): the working tree's module_matmul against
 # module_matmul_base (the sources at a base revision, from bench/lab/make_base_module.py, carried in
 # .peers/base), built side by side, then timed in the same interleaved rounds against cuBLAS
 # (bench/lab/probe_wgmma_configs.py), then profiled with Nsight Compute at 4096^3 (duration, SM clock,
 # tensor-pipe activity, instructions), then the wgmma GPU tests on the new build.
 #   local:  python bench/lab/make_base_module.py --rev HEAD
-#   device: bash bench/gpu_wgmma_ab.sh        (carry .peers)
+#   device: bench/gpu.sh lab/ab.sh            (carry .peers)
 #   env: SHAPES, DTYPES (bf16,fp16), CONFIGS (extra configs, e.g. 14,21), ROUNDS (5), TESTS (pytest
 #        paths run last; default the wgmma tests)
-source "$(dirname "$0")/gpu_prelude.sh"
 export AITER_LITE_JIT_CONFIG="$PWD/.peers/base/jit_base.json"
-[ -f "$AITER_LITE_JIT_CONFIG" ] || { echo "no .peers/base: run bench/lab/make_base_module.py first and carry .peers"; exit 2; }
+[ -f "$AITER_LITE_JIT_CONFIG" ] || { echo "no .peers/base: run bench/lab/make_base_module.py first and carry .peers"; return 2; }
 
 echo "== builds: module_matmul and module_matmul_base (t=$((SECONDS - t0)) s)"
-cold_build_each module_matmul module_matmul_base
+cold_build module_matmul module_matmul_base
 
 echo "== A/B, interleaved rounds (t=$((SECONDS - t0)) s)"
 timeout 300 python3 bench/lab/probe_wgmma_configs.py --modules module_matmul_base,module_matmul \

@@ -1,4 +1,3 @@
-#!/usr/bin/env bash
 # One device call on where the portable mma.sync kernel (issue 5) stands against the hardware:
 #   1. bench/lab/mma_sync_ceiling.cu: the m16n8k16 rate from registers, + ldmatrix, + the tile fill by
 #      cp.async, TMA or plain loads, and the fills alone (per SM and clock, at the clock the GPU ran);
@@ -6,8 +5,7 @@
 #      by nvidia-smi during the timing (does cuBLAS run at another clock than ours?);
 #   3. Nsight Compute on config 5 at 4096^3 (pipe utilisation, issue, shared-memory wavefronts and
 #      bank conflicts, warp stall reasons).
-# About 3 minutes on an H100.   usage (repo root): bash bench/gpu_mma_ceiling.sh
-source "$(dirname "$0")/gpu_prelude.sh"
+# About 3 minutes on an H100.   usage (sourced by bench/gpu.sh): bench/gpu.sh lab/mma_ceiling.sh
 
 echo "== mma.sync ceilings (t=$((SECONDS - t0)) s)"
 if nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc/include -o /tmp/mma_sync_ceiling bench/lab/mma_sync_ceiling.cu \
@@ -17,7 +15,8 @@ else
   tail -5 "$OUT/ceiling_build.txt"
 fi
 
-cold_build_matmul
+echo "== cold build of module_matmul"
+cold_build module_matmul
 
 echo "== tensor_core fp16 configs vs cuBLAS at 4096^3, clocks sampled (t=$((SECONDS - t0)) s)"
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 100 \
