@@ -95,4 +95,11 @@ status=0 n=0 args=()
 next() { if [ ${#args[@]} -gt 0 ]; then n=$((n + 1)); suite "$n" "${args[@]}" || status=1; args=(); fi; }
 for a in "$@"; do if [ "$a" = + ]; then next; else args+=("$a"); fi; done
 next
+# A device call brings back at most 8 files from $OUT: past that, all but env.txt and the suites' JSON
+# go into $OUT/logs.tgz.
+if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then
+  (cd "$OUT" && find . -type f ! -name env.txt ! -name '[0-9]*_*.json' ! -name logs.tgz -print0 \
+    | tar czf logs.tgz --null -T - --remove-files)
+  echo "(over 8 files in \$OUT: the logs are in \$OUT/logs.tgz)"
+fi
 exit "$status"
