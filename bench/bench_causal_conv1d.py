@@ -132,6 +132,12 @@ def load_peers(root: str, skip: bool):
     notes, dao, fla = [], None, None
     if skip:
         return None, None, ["peers skipped (--no-peers)"]
+    try:  # installed: bench/gpu.sh builds them once per machine (bench/peer_cache.py)
+        import causal_conv1d as dao  # noqa: PLC0415
+        from fla.modules.causal_conv1d import causal_conv1d as fla  # noqa: PLC0415
+        return dao, fla, [f"peers installed: causal-conv1d from {Path(dao.__file__).parent}, fla"]
+    except Exception:  # noqa: BLE001 - not installed: build them from .peers below
+        pass
     try:
         sys.path.insert(0, root)
         import peers  # noqa: PLC0415

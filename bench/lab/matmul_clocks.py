@@ -5,7 +5,7 @@ Nsight Compute (clocks locked) put issue 6's 4096^3 kernel level with cuBLAS in 
 do_bench at boost clocks put it ~1% behind; if the two run at different clocks under load, this shows
 it. Needs a CUDA GPU and nvidia-smi.
 
-    python bench/matmul_clocks.py [--shape 4096x4096x4096] [--dtype fp16] [--seconds 3] [--rounds 3]
+    python bench/lab/matmul_clocks.py [--shape 4096x4096x4096] [--dtype fp16] [--seconds 3] [--rounds 3]
 
 Prints one line per window (impl, TFLOP/s from CUDA events over the window, with a host sync every 10
 calls for both, median SM MHz and mean W from the samples after the window's first 0.5 s) and the

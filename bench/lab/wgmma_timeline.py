@@ -1,8 +1,8 @@
 """Where a persistent wgmma CTA spends its time: runs the timeline experiment build
-(module_matmul_timeline: csrc/kernels/matmul_wgmma_timeline.cuh) a few times on one shape and prints,
+(module_matmul_timeline: bench/lab/matmul_wgmma_timeline.cuh) a few times on one shape and prints,
 over the CTAs of each call, how long each phase took in SM cycles.
 
-  AITER_LITE_JIT_CONFIG=bench/jit_experiments.json python bench/wgmma_timeline.py --shape 4096x4096x4096
+  AITER_LITE_JIT_CONFIG=bench/lab/jit_experiments.json python bench/lab/wgmma_timeline.py --shape 4096x4096x4096
 
 Phases per CTA (clock64 of consumer 0, relative to the kernel entry of the CTA's producer thread):
   start      entry -> the first tile's first k-tile in shared memory

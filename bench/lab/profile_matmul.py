@@ -2,12 +2,12 @@
 for Nsight Compute.
 
   ncu --profile-from-start off -k regex:"nvjet|sm90|matmul_wgmma" --metrics gpu__time_duration.sum,... \\
-      python bench/profile_matmul.py --shape 4096x4096x4096 --dtype fp16 --modules module_matmul_base,module_matmul
+      python bench/lab/profile_matmul.py --shape 4096x4096x4096 --dtype fp16 --modules module_matmul_base,module_matmul
 
 Warms up (JIT builds, cuBLAS heuristics) outside the profiled range, then runs each implementation
 --repeat times between cudaProfilerStart/Stop, in the order cuBLAS, then the modules as listed
 (ncu's kernel list follows that order). Modules other than module_matmul come from registries in
-AITER_LITE_JIT_CONFIG (bench/make_base_module.py, bench/jit_experiments.json).
+AITER_LITE_JIT_CONFIG (bench/lab/make_base_module.py, bench/lab/jit_experiments.json).
 """
 import argparse
 import importlib

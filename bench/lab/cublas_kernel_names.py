@@ -4,7 +4,7 @@
 Tells whether cuBLAS uses a stream-K or split-K schedule, a cluster shape or a tile size at the shapes
 the wgmma targets are measured on, which a tile-for-tile comparison needs.
 
-  python bench/cublas_kernel_names.py [--shapes 4096x4096x4096,8192x8192x8192] [--dtypes fp16,bf16]
+  python bench/lab/cublas_kernel_names.py [--shapes 4096x4096x4096,8192x8192x8192] [--dtypes fp16,bf16]
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Chosen wgmma configs against cuBLAS on chosen shapes, in interleaved rounds, with and without the
 row repack (ops/matmul_repack.py) of operands whose rows are not 128-byte aligned.
 
-    python bench/probe_wgmma_configs.py --configs 17,21,27,28 --shapes 3000x3000x3000,4096x4096x4096 \
+    python bench/lab/probe_wgmma_configs.py --configs 17,21,27,28 --shapes 3000x3000x3000,4096x4096x4096 \
         [--dtypes bf16,fp16] [--rounds 3] [--no-repack] [--modules module_matmul,...] [--out probe.json]
 
 Each round times cuBLAS (torch.matmul), the default (config -1) and each listed config with
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}

@@ -1,7 +1,7 @@
 """Profile target: one launch of each conv forward kernel on one shape, for Nsight Compute.
 
   ncu --profile-from-start off -k regex:causal_conv1d --section SpeedOfLight ... \
-      python bench/profile_conv.py --shape 8x5120x2048 --width 4 --dtype fp16
+      python bench/lab/profile_conv.py --shape 8x5120x2048 --width 4 --dtype fp16
 
 Warms up (JIT build, peer build) outside the profiled range, then runs each implementation once
 between cudaProfilerStart/Stop: aiter_lite dense, aiter_lite channel-last, and dao if .peers loads.
