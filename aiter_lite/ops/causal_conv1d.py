@@ -101,6 +101,20 @@ def _check_fwd(out, x, weight, bias, use_silu, variant) -> Optional[torch.Tensor
     return bias
 
 
+_grad_enabled = torch.is_grad_enabled
+
+
+def _check_no_grad(op: str, **tensors) -> None:
+    """Until the backward exists, a call whose inputs require grad raises rather than cutting the
+    gradient silently (the output would have requires_grad=False)."""
+    if not _grad_enabled():
+        return
+    for name, t in tensors.items():
+        if t is not None and t.requires_grad:
+            raise RuntimeError(f"{op}: {name} requires grad, but this op is not differentiable yet; "
+                               "call it under torch.no_grad() or detach the inputs")
+
+
 # ---------------------------------------------------------------------------------------------
 # Launchers (eager, real tensors)
 
@@ -194,6 +208,9 @@ def _launch_fwd_fast(out, x, weight, bias, use_silu, variant):
         v = VARIANTS.get(variant)
         if v is None or _is_compiling() or _profiler_enabled():
             return None
+        if _grad_enabled() and (x.requires_grad or weight.requires_grad
+                                or (bias is not None and bias.requires_grad)):
+            return None
         if x.is_cuda:
             dev = x.get_device()
             if (weight.get_device() != dev or (not fresh_out and out.get_device() != dev)
@@ -242,6 +259,7 @@ def causal_conv1d_fwd(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
         return out
     if not _well_formed_fwd(out, x, weight, bias, use_silu, variant):
         bias = _check_fwd(out, x, weight, bias, use_silu, variant)
+    _check_no_grad("causal_conv1d_fwd", x=x, weight=weight, bias=bias)
     if use_direct_call():
         _launch_fwd(out, x, weight, bias, use_silu, VARIANTS[variant])
     else:
@@ -259,6 +277,7 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     if not _well_formed_fwd(x, x, weight, bias, use_silu, variant):
         check_tensor("x", x, ndim=(3,))
         bias = _check_fwd(x, x, weight, bias, use_silu, variant)
+    _check_no_grad("causal_conv1d", x=x, weight=weight, bias=bias)
     if use_direct_call():
         out = torch.empty_like(x)
         _launch_fwd(out, x, weight, bias, use_silu, VARIANTS[variant], fresh_out=True)
