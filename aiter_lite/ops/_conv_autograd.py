@@ -47,7 +47,11 @@ def _varlen_states(x, cu_seqlens, state_len):
     return states
 
 
-for _name, _fn in {"causal_conv1d_states": _states, "causal_conv1d_bwd": launch.launch_bwd,
+def _bwd(*args):
+    return launch.launch_bwd(*args)  # looked up per call, so a test can wrap it
+
+
+for _name, _fn in {"causal_conv1d_states": _states, "causal_conv1d_bwd": _bwd,
                    "causal_conv1d_varlen_states": _varlen_states, "causal_conv1d_varlen": _varlen}.items():
     for _key in ("CPU", "CUDA"):
         _lib.impl(_name, _fn, _key)

@@ -46,12 +46,17 @@ def causal_conv1d_ref(x, weight, bias=None, activation=None, *, initial_states=N
     x64, w64 = x.double(), weight.double()
     b64 = None if bias is None or bias.numel() == 0 else bias.double()
     batch, dim, seqlen = x.shape
-    zeros = x64.new_zeros(dim, halo)
     init = None if initial_states is None else initial_states.double()
+    if seq_idx is None:  # one convolution over the whole batch
+        prefix = init if init is not None else x64.new_zeros(batch, dim, halo)
+        ext = torch.cat([prefix, x64], dim=-1)
+        out = _act(_conv_window(ext, w64, b64) if seqlen else x64.new_zeros(batch, dim, 0), activation)
+        return (out, ext[..., ext.shape[-1] - halo:]) if return_final_states else out
+    zeros = x64.new_zeros(dim, halo)
     outs, finals = [], []
     for b in range(batch):
         pieces, last_ext = [], None
-        for start, end in _segments(None if seq_idx is None else seq_idx[b], seqlen):
+        for start, end in _segments(seq_idx[b], seqlen):
             prefix = init[b] if (init is not None and start == 0) else zeros
             ext = torch.cat([prefix, x64[b, :, start:end]], dim=-1)
             if end > start:
