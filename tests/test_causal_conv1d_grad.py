@@ -27,11 +27,11 @@ def grads_vs_reference(x, weight, bias, activation, *, initial_states=None, seq_
     out, fin = res if final_states else (res, None)
     assert out.requires_grad
     gen = torch.Generator().manual_seed(3)
-    dout = torch.randn(out.shape, generator=gen).to(out.dtype)
+    dout = torch.randn(out.shape, generator=gen).to(out.device, out.dtype)
     loss = (out.double() * dout.double()).sum()
     dfin = None
     if fin is not None:
-        dfin = torch.randn(fin.shape, generator=gen).to(fin.dtype)
+        dfin = torch.randn(fin.shape, generator=gen).to(fin.device, fin.dtype)
         loss = loss + (fin.double() * dfin.double()).sum()
     ours = torch.autograd.grad(loss, inputs)
 
