@@ -214,3 +214,12 @@ def test_training_loop_loss_falls_like_reference():
     assert ours[-1] < 0.5 * ours[0]
     for a, c in zip(ours, ref):
         assert abs(a - c) <= 1e-3 * max(1.0, abs(c))
+
+
+def test_grads_with_padding_tokens():
+    x = make_x(2, 6, 12, torch.float32, CPU, "channel_last")
+    w, b = random_normal((6, 4), torch.float32, CPU), random_normal((6,), torch.float32, CPU)
+    seq_idx = torch.tensor([[-1] * 2 + [0] * 4 + [1] * 3 + [-1] * 3, [2] * 10 + [-1] * 2], dtype=torch.int32)
+    gx, _, _, _ = grads_vs_reference(x, w, b, "silu", seq_idx=seq_idx,
+                                     initial_states=make_states(2, 6, 4, torch.float32, CPU, "contiguous"))
+    assert torch.equal(gx[1, :, 10:], torch.zeros(6, 2))

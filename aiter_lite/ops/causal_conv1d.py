@@ -296,6 +296,7 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     initial_states [batch, dim, width-1] (x's dtype, any strides): what the window reads before t = 0.
     seq_idx (int32 [batch, seqlen], non-decreasing per row): packed sequences; no window reads across a
     change of index (each sequence starts from zeros; initial_states continue the row's first one).
+    Negative entries mark padding tokens (anywhere in a row): their output is 0.
     return_final_states: also return the last width-1 inputs of each row's last sequence (left-padded with
     its initial window or zeros), [batch, dim, width-1] laid out like x, or written into final_states_out
     (ignored when return_final_states is False, as in causal-conv1d).
@@ -327,7 +328,7 @@ def _forward_with_states(x, weight, bias, use_silu, initial_states, return_final
     state_shape = (batch, dim, weight.shape[1] - 1)
     if initial_states is not None:
         checks.check_state_tensor("initial_states", initial_states, x, state_shape)
-    seq_idx = checks.check_seq_idx(seq_idx, x)
+    seq_idx = checks.check_seq_idx(seq_idx, x, return_final_states)
     if not return_final_states:
         final_states_out = None
     elif final_states_out is not None:
