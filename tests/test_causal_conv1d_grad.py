@@ -223,3 +223,25 @@ def test_grads_with_padding_tokens():
     gx, _, _, _ = grads_vs_reference(x, w, b, "silu", seq_idx=seq_idx,
                                      initial_states=make_states(2, 6, 4, torch.float32, CPU, "contiguous"))
     assert torch.equal(gx[1, :, 10:], torch.zeros(6, 2))
+
+
+@pytest.mark.slow
+def test_opcheck_registered_ops():
+    """Schema, fake (meta) implementations, autograd registration and AOT dispatch of the registered ops."""
+    import aiter_lite.ops  # noqa: F401  (registers the ops)
+
+    ops = torch.ops.aiter_lite
+    x, w, b = torch.randn(2, 6, 11), torch.randn(6, 4), torch.randn(6)
+    init, seq = torch.randn(2, 6, 3), torch.tensor([[0] * 5 + [1] * 6] * 2, dtype=torch.int32)
+    torch.library.opcheck(ops.causal_conv1d_states.default, (x, w, b, init, seq, True, True, 0))
+    torch.library.opcheck(ops.causal_conv1d_states.default, (x.transpose(1, 2).contiguous().transpose(1, 2), w, None,
+                                                             None, None, True, False, 0))
+    torch.library.opcheck(ops.causal_conv1d.default, (x, w, b, True, 0))
+    torch.library.opcheck(ops.causal_conv1d_bwd.default, (x, w, b, torch.randn_like(x), init, seq,
+                                                          torch.randn(2, 6, 3), True, True, True, True, True, False),
+                          test_utils=("test_schema", "test_faketensor"))
+    cu = torch.tensor([0, 4, 30], dtype=torch.int32)
+    torch.library.opcheck(ops.causal_conv1d_varlen_states.default, (torch.randn(30, 6), cu, 3))
+    torch.library.opcheck(ops.causal_conv1d_varlen.default,
+                          (torch.randn(6, 30), w, b, torch.randn(3, 6, 3), cu, torch.tensor([2, 0], dtype=torch.int32),
+                           torch.tensor([True, False]), True, -1))

@@ -465,6 +465,8 @@ def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torc
     if not _well_formed_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices):
         _, _, bias, cache_seqlens, conv_state_indices = _check_update(
             x, conv_state, weight, bias, cache_seqlens, conv_state_indices)
+    if _grad_enabled():  # (serving calls run under no_grad/inference_mode: one call)
+        _check_no_grad("causal_conv1d_update", "it is a decode step, forward only", x=x, weight=weight, bias=bias)
     if use_direct_call():  # x stays 2-D or 3-D: _launch_update reads a 2-D x as seqlen 1 (no view ops)
         out = torch.empty_like(x)
         _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)
