@@ -9,7 +9,8 @@ import torch
 
 import aiter_lite
 from aiter_lite.ops import causal_conv1d_ref
-from conv_states_cases import LAYOUTS, make_states, make_x, packed_seq_idx, random_normal, rel_error
+from conv_states_cases import (LAYOUTS, check_deterministic_backward, make_states, make_x, packed_seq_idx,
+                               random_normal, rel_error)
 
 CPU = torch.device("cpu")
 GRAD_TOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
@@ -134,21 +135,7 @@ def test_deterministic_mode_reproducible():
     w = random_normal((24, 4), torch.float32, CPU).requires_grad_()
     b = random_normal((24,), torch.float32, CPU).requires_grad_()
     dout = random_normal((4, 24, 300), torch.float32, CPU)
-    runs = []
-    prev = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        for _ in range(3):
-            out = aiter_lite.causal_conv1d(x, w, b, "silu")
-            runs.append(torch.autograd.grad(out, [x, w, b], dout))
-    finally:
-        torch.use_deterministic_algorithms(prev)
-    default = torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout)
-    for run in runs[1:]:
-        for a, c in zip(run, runs[0]):
-            assert torch.equal(a, c)
-    for a, c in zip(default, runs[0]):
-        assert rel_error(a, c.double()) <= 1e-6
+    check_deterministic_backward(x, w, b, dout, runs=3, tol=1e-6)
 
 
 @pytest.mark.slow
