@@ -85,11 +85,15 @@ def same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
             and a.dtype == b.dtype)
 
 
-def check_cu_seqlens(name: str, t, total: int, x: torch.Tensor) -> torch.Tensor:
-    """int32 [batch + 1], non-decreasing, from >= 0 to <= total tokens."""
+def check_cu_seqlens(name: str, t, total: int, x: torch.Tensor, allow_int64: bool = False) -> torch.Tensor:
+    """int32 [batch + 1] (or int64, copied to int32, where allow_int64), non-decreasing, from >= 0 to <= total
+    tokens."""
     check_tensor(name, t, ndim=(1,), float_dtype=False)
+    if allow_int64 and t.dtype == torch.int64 and total < 2**31:
+        t = t.to(torch.int32)  # causal-conv1d takes int64 here; in range 0..total the values fit
     if t.dtype != torch.int32:
-        raise TypeError(f"{name} must have dtype torch.int32, got {t.dtype}")
+        raise TypeError(f"{name} must have dtype torch.int32{' or torch.int64' if allow_int64 else ''}, "
+                        f"got {t.dtype}")
     if t.shape[0] < 1:
         raise ValueError(f"{name} must have batch + 1 >= 1 entries, got shape {tuple(t.shape)}")
     check_same_device("x", x, **{name: t})

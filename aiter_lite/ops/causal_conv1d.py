@@ -364,14 +364,14 @@ def causal_conv1d_fn(x, weight, bias=None, seq_idx=None, initial_states=None, re
 
 
 def causal_conv1d_varlen_states(x: torch.Tensor, cu_seqlens: torch.Tensor, state_len: int) -> torch.Tensor:
-    """causal-conv1d's causal_conv1d_varlen_states: x [total_tokens, dim], cu_seqlens int32 [batch+1]
-    (non-decreasing); returns [batch, dim, state_len] (a transposed view of [batch, state_len, dim] storage,
+    """causal-conv1d's causal_conv1d_varlen_states: x [total_tokens, dim], cu_seqlens int32 (or int64, as
+    causal-conv1d accepts it) [batch+1] (non-decreasing); returns [batch, dim, state_len] (a transposed view of [batch, state_len, dim] storage,
     as causal-conv1d returns it): row b holds the last state_len tokens of sequence b, zero-padded on the
     left where it is shorter. Forward only."""
     check_tensor("x", x, ndim=(2,))
     if isinstance(state_len, bool) or not isinstance(state_len, int) or state_len < 0:
         raise TypeError(f"state_len must be an int >= 0, got {state_len!r}")
-    cu_seqlens = checks.check_cu_seqlens("cu_seqlens", cu_seqlens, x.shape[0], x)
+    cu_seqlens = checks.check_cu_seqlens("cu_seqlens", cu_seqlens, x.shape[0], x, allow_int64=True)
     backend_of(x)
     _check_no_grad("causal_conv1d_varlen_states", "it is forward only", x=x)
     if not use_direct_call():
