@@ -83,5 +83,22 @@ def check_varlen(x, weight, bias, pool, query_start_loc, cache_indices, has_init
     return out
 
 
-__all__ = ["LAYOUTS", "make_x", "make_states", "packed_seq_idx", "check_forward", "check_varlen", "poisoned_like",
+def check_deterministic_backward(x, w, b, dout, runs, tol):
+    """runs backwards under torch.use_deterministic_algorithms(True) are bitwise equal, and within tol of the
+    default mode's gradients."""
+    prev = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        grads = [torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout) for _ in range(runs)]
+    finally:
+        torch.use_deterministic_algorithms(prev)
+    default = torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout)
+    for run in grads[1:]:
+        for a, c in zip(run, grads[0]):
+            assert torch.equal(a, c)
+    for a, c in zip(default, grads[0]):
+        assert rel_error(a, c.double()) <= tol
+
+
+__all__ = ["check_deterministic_backward", "LAYOUTS", "make_x", "make_states", "packed_seq_idx", "check_forward", "check_varlen", "poisoned_like",
            "random_normal", "rel_error", "TOLERANCE"]

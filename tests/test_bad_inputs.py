@@ -128,8 +128,8 @@ CASES = [
      "activation"),
     ("varlen_states x 3-D", lambda e: aiter_lite.causal_conv1d_varlen_states(
         e.x, torch.tensor([0, 2], dtype=torch.int32, device=e.device), 3), ValueError, "x"),
-    ("varlen_states cu_seqlens int64", lambda e: aiter_lite.causal_conv1d_varlen_states(
-        e.X(L, W), torch.tensor([0, 2], device=e.device), 3), TypeError, "cu_seqlens"),
+    ("varlen_states cu_seqlens float", lambda e: aiter_lite.causal_conv1d_varlen_states(
+        e.X(L, W), torch.tensor([0.0, 2.0], device=e.device), 3), TypeError, "cu_seqlens"),
     ("varlen_states cu_seqlens decreasing", lambda e: aiter_lite.causal_conv1d_varlen_states(
         e.X(L, W), torch.tensor([0, 5, 2], dtype=torch.int32, device=e.device), 3), ValueError, "cu_seqlens"),
     ("varlen_states cu_seqlens past x", lambda e: aiter_lite.causal_conv1d_varlen_states(

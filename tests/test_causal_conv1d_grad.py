@@ -9,7 +9,8 @@ import torch
 
 import aiter_lite
 from aiter_lite.ops import causal_conv1d_ref
-from conv_states_cases import LAYOUTS, make_states, make_x, packed_seq_idx, random_normal, rel_error
+from conv_states_cases import (LAYOUTS, check_deterministic_backward, make_states, make_x, packed_seq_idx,
+                               random_normal, rel_error)
 
 CPU = torch.device("cpu")
 GRAD_TOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
@@ -134,21 +135,7 @@ def test_deterministic_mode_reproducible():
     w = random_normal((24, 4), torch.float32, CPU).requires_grad_()
     b = random_normal((24,), torch.float32, CPU).requires_grad_()
     dout = random_normal((4, 24, 300), torch.float32, CPU)
-    runs = []
-    prev = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        for _ in range(3):
-            out = aiter_lite.causal_conv1d(x, w, b, "silu")
-            runs.append(torch.autograd.grad(out, [x, w, b], dout))
-    finally:
-        torch.use_deterministic_algorithms(prev)
-    default = torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout)
-    for run in runs[1:]:
-        for a, c in zip(run, runs[0]):
-            assert torch.equal(a, c)
-    for a, c in zip(default, runs[0]):
-        assert rel_error(a, c.double()) <= 1e-6
+    check_deterministic_backward(x, w, b, dout, runs=3, tol=1e-6)
 
 
 @pytest.mark.slow
@@ -214,3 +201,34 @@ def test_training_loop_loss_falls_like_reference():
     assert ours[-1] < 0.5 * ours[0]
     for a, c in zip(ours, ref):
         assert abs(a - c) <= 1e-3 * max(1.0, abs(c))
+
+
+def test_grads_with_padding_tokens():
+    x = make_x(2, 6, 12, torch.float32, CPU, "channel_last")
+    w, b = random_normal((6, 4), torch.float32, CPU), random_normal((6,), torch.float32, CPU)
+    seq_idx = torch.tensor([[-1] * 2 + [0] * 4 + [1] * 3 + [-1] * 3, [2] * 10 + [-1] * 2], dtype=torch.int32)
+    gx, _, _, _ = grads_vs_reference(x, w, b, "silu", seq_idx=seq_idx,
+                                     initial_states=make_states(2, 6, 4, torch.float32, CPU, "contiguous"))
+    assert torch.equal(gx[1, :, 10:], torch.zeros(6, 2))
+
+
+@pytest.mark.slow
+def test_opcheck_registered_ops():
+    """Schema, fake (meta) implementations, autograd registration and AOT dispatch of the registered ops."""
+    import aiter_lite.ops  # noqa: F401  (registers the ops)
+
+    ops = torch.ops.aiter_lite
+    x, w, b = torch.randn(2, 6, 11), torch.randn(6, 4), torch.randn(6)
+    init, seq = torch.randn(2, 6, 3), torch.tensor([[0] * 5 + [1] * 6] * 2, dtype=torch.int32)
+    torch.library.opcheck(ops.causal_conv1d_states.default, (x, w, b, init, seq, True, True, 0))
+    torch.library.opcheck(ops.causal_conv1d_states.default, (x.transpose(1, 2).contiguous().transpose(1, 2), w, None,
+                                                             None, None, True, False, 0))
+    torch.library.opcheck(ops.causal_conv1d.default, (x, w, b, True, 0))
+    torch.library.opcheck(ops.causal_conv1d_bwd.default, (x, w, b, torch.randn_like(x), init, seq,
+                                                          torch.randn(2, 6, 3), True, True, True, True, True, False),
+                          test_utils=("test_schema", "test_faketensor"))
+    cu = torch.tensor([0, 4, 30], dtype=torch.int32)
+    torch.library.opcheck(ops.causal_conv1d_varlen_states.default, (torch.randn(30, 6), cu, 3))
+    torch.library.opcheck(ops.causal_conv1d_varlen.default,
+                          (torch.randn(6, 30), w, b, torch.randn(3, 6, 3), cu, torch.tensor([2, 0], dtype=torch.int32),
+                           torch.tensor([True, False]), True, -1))

@@ -84,6 +84,17 @@ def test_seq_idx_single_token_and_negative_padding_segments():
                                                                                         "contiguous"))
 
 
+def test_seq_idx_trailing_padding_outputs_zero():
+    """causal-conv1d's convention: padded rows end in seq_idx -1 (after higher indices); those tokens output 0."""
+    x = make_x(2, 6, 12, torch.float32, CPU, "channel_last")
+    weight, bias = random_normal((6, 3), torch.float32, CPU), random_normal((6,), torch.float32, CPU)
+    seq_idx = torch.tensor([[0] * 4 + [1] * 5 + [-1] * 3, [2] * 10 + [-1] * 2], dtype=torch.int32)
+    out = check_forward(x, weight, bias, "silu", seq_idx=seq_idx, final_states=False)
+    assert torch.equal(out[0, :, 9:], torch.zeros(6, 3)) and torch.equal(out[1, :, 10:], torch.zeros(6, 2))
+    with pytest.raises(ValueError, match="ends in padding"):
+        aiter_lite.causal_conv1d(x, weight, seq_idx=seq_idx, return_final_states=True)
+
+
 def test_causal_conv1d_fn_is_causal_conv1d_drop_in():
     """Signature, positional order, defaults and returns of causal-conv1d 1.7's causal_conv1d_fn."""
     x = make_x(2, 16, 33, torch.bfloat16, CPU, "channel_last")

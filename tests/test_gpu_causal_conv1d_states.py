@@ -9,7 +9,7 @@ import torch
 
 import aiter_lite
 from aiter_lite.ops import causal_conv1d_varlen_states_ref
-from conv_states_cases import (LAYOUTS, TOLERANCE, check_forward, check_varlen, make_states, make_x, packed_seq_idx,
+from conv_states_cases import (LAYOUTS, TOLERANCE, check_deterministic_backward, check_forward, check_varlen, make_states, make_x, packed_seq_idx,
                                random_normal, rel_error)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -120,15 +120,4 @@ def test_backward_bitwise_reproducible_in_deterministic_mode(layout):
     w = random_normal((512, 4), torch.float32, DEV).requires_grad_()
     b = random_normal((512,), torch.float32, DEV).requires_grad_()
     dout = random_normal(tuple(x.shape), torch.bfloat16, DEV)
-    prev = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        runs = [torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout) for _ in range(5)]
-    finally:
-        torch.use_deterministic_algorithms(prev)
-    default = torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout)
-    for run in runs[1:]:
-        for a, c in zip(run, runs[0]):
-            assert torch.equal(a, c)
-    for a, c in zip(default[1:], runs[0][1:]):
-        assert rel_error(a, c.double()) <= 1e-4
+    check_deterministic_backward(x, w, b, dout, runs=5, tol=TOLERANCE[torch.bfloat16])

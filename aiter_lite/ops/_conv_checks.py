@@ -45,11 +45,27 @@ def check_nondecreasing(name: str, t: torch.Tensor) -> None:
         raise ValueError(f"{name} must be non-decreasing along its last dim; it decreases after index {where}")
 
 
-def check_seq_idx(seq_idx, x: torch.Tensor) -> Optional[torch.Tensor]:
+def check_seq_idx(seq_idx, x: torch.Tensor, return_final_states: bool) -> Optional[torch.Tensor]:
+    """int32 [batch, seqlen]; negative entries mark padding tokens (anywhere); the others never decrease
+    along a row. With return_final_states a row may not end in padding (its final state is ambiguous)."""
     if seq_idx is None:
         return None
     seq_idx = check_int_tensor("seq_idx", seq_idx, (x.shape[0], x.shape[2]), x)
-    check_nondecreasing("seq_idx", seq_idx)
+    if seq_idx.shape[1] == 0 or not host_value_checks_allowed(seq_idx):
+        return seq_idx
+    if seq_idx.shape[1] > 1:
+        floor = torch.iinfo(torch.int32).min
+        running_max = torch.where(seq_idx >= 0, seq_idx, floor).cummax(dim=1).values
+        bad = ((seq_idx[:, 1:] >= 0) & (seq_idx[:, 1:] < running_max[:, :-1])).nonzero()
+        if bad.numel():
+            b, t = (int(v) for v in bad[0])
+            raise ValueError(f"seq_idx must be non-decreasing along each row (negative entries mark padding); "
+                             f"row {b} decreases at position {t + 1}")
+    if return_final_states:
+        ends = (seq_idx[:, -1] < 0).nonzero()
+        if ends.numel():
+            raise ValueError(f"seq_idx: row {int(ends[0, 0])} ends in padding (seq_idx < 0), so its final state is "
+                             "ambiguous; return_final_states needs each row to end in a sequence")
     return seq_idx
 
 
@@ -69,11 +85,15 @@ def same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
             and a.dtype == b.dtype)
 
 
-def check_cu_seqlens(name: str, t, total: int, x: torch.Tensor) -> torch.Tensor:
-    """int32 [batch + 1], non-decreasing, from >= 0 to <= total tokens."""
+def check_cu_seqlens(name: str, t, total: int, x: torch.Tensor, allow_int64: bool = False) -> torch.Tensor:
+    """int32 [batch + 1] (or int64, copied to int32, where allow_int64), non-decreasing, from >= 0 to <= total
+    tokens."""
     check_tensor(name, t, ndim=(1,), float_dtype=False)
+    if allow_int64 and t.dtype == torch.int64 and total < 2**31:
+        t = t.to(torch.int32)  # causal-conv1d takes int64 here; in range 0..total the values fit
     if t.dtype != torch.int32:
-        raise TypeError(f"{name} must have dtype torch.int32, got {t.dtype}")
+        raise TypeError(f"{name} must have dtype torch.int32{' or torch.int64' if allow_int64 else ''}, "
+                        f"got {t.dtype}")
     if t.shape[0] < 1:
         raise ValueError(f"{name} must have batch + 1 >= 1 entries, got shape {tuple(t.shape)}")
     check_same_device("x", x, **{name: t})

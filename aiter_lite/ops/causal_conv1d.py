@@ -296,6 +296,7 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     initial_states [batch, dim, width-1] (x's dtype, any strides): what the window reads before t = 0.
     seq_idx (int32 [batch, seqlen], non-decreasing per row): packed sequences; no window reads across a
     change of index (each sequence starts from zeros; initial_states continue the row's first one).
+    Negative entries mark padding tokens (anywhere in a row): their output is 0.
     return_final_states: also return the last width-1 inputs of each row's last sequence (left-padded with
     its initial window or zeros), [batch, dim, width-1] laid out like x, or written into final_states_out
     (ignored when return_final_states is False, as in causal-conv1d).
@@ -327,7 +328,7 @@ def _forward_with_states(x, weight, bias, use_silu, initial_states, return_final
     state_shape = (batch, dim, weight.shape[1] - 1)
     if initial_states is not None:
         checks.check_state_tensor("initial_states", initial_states, x, state_shape)
-    seq_idx = checks.check_seq_idx(seq_idx, x)
+    seq_idx = checks.check_seq_idx(seq_idx, x, return_final_states)
     if not return_final_states:
         final_states_out = None
     elif final_states_out is not None:
@@ -363,14 +364,14 @@ def causal_conv1d_fn(x, weight, bias=None, seq_idx=None, initial_states=None, re
 
 
 def causal_conv1d_varlen_states(x: torch.Tensor, cu_seqlens: torch.Tensor, state_len: int) -> torch.Tensor:
-    """causal-conv1d's causal_conv1d_varlen_states: x [total_tokens, dim], cu_seqlens int32 [batch+1]
-    (non-decreasing); returns [batch, dim, state_len] (a transposed view of [batch, state_len, dim] storage,
+    """causal-conv1d's causal_conv1d_varlen_states: x [total_tokens, dim], cu_seqlens int32 (or int64, as
+    causal-conv1d accepts it) [batch+1] (non-decreasing); returns [batch, dim, state_len] (a transposed view of [batch, state_len, dim] storage,
     as causal-conv1d returns it): row b holds the last state_len tokens of sequence b, zero-padded on the
     left where it is shorter. Forward only."""
     check_tensor("x", x, ndim=(2,))
     if isinstance(state_len, bool) or not isinstance(state_len, int) or state_len < 0:
         raise TypeError(f"state_len must be an int >= 0, got {state_len!r}")
-    cu_seqlens = checks.check_cu_seqlens("cu_seqlens", cu_seqlens, x.shape[0], x)
+    cu_seqlens = checks.check_cu_seqlens("cu_seqlens", cu_seqlens, x.shape[0], x, allow_int64=True)
     backend_of(x)
     _check_no_grad("causal_conv1d_varlen_states", "it is forward only", x=x)
     if not use_direct_call():
@@ -464,6 +465,8 @@ def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torc
     if not _well_formed_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices):
         _, _, bias, cache_seqlens, conv_state_indices = _check_update(
             x, conv_state, weight, bias, cache_seqlens, conv_state_indices)
+    if _grad_enabled():  # (serving calls run under no_grad/inference_mode: one call)
+        _check_no_grad("causal_conv1d_update", "it is a decode step, forward only", x=x, weight=weight, bias=bias)
     if use_direct_call():  # x stays 2-D or 3-D: _launch_update reads a 2-D x as seqlen 1 (no view ops)
         out = torch.empty_like(x)
         _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)

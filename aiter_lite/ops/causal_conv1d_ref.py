@@ -39,7 +39,7 @@ def causal_conv1d_ref(x, weight, bias=None, activation=None, *, initial_states=N
     """Reference forward in float64; returns float64 out, or (out, final_states) [batch, dim, width-1].
 
     Each packed sequence (run of equal seq_idx) is convolved alone from zeros, except that the row's first
-    one starts from initial_states; final_states are the last width-1 inputs of the row's last sequence
+    one starts from initial_states; tokens with seq_idx < 0 are padding and output 0; final_states are the last width-1 inputs of the row's last sequence
     (left-padded with its initial window)."""
     width = weight.shape[1]
     halo = width - 1
@@ -65,6 +65,7 @@ def causal_conv1d_ref(x, weight, bias=None, activation=None, *, initial_states=N
         outs.append(torch.cat(pieces, dim=-1) if pieces else x64.new_zeros(dim, 0))
         finals.append(last_ext[:, last_ext.shape[-1] - halo:])
     out = _act(torch.stack(outs) if outs else x64.new_zeros(0, dim, seqlen), activation)
+    out = out.masked_fill((seq_idx < 0).unsqueeze(1).to(out.device), 0.0)  # padding tokens output 0
     if not return_final_states:
         return out
     return out, (torch.stack(finals) if finals else x64.new_zeros(0, dim, halo))

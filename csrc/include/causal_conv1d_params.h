@@ -43,6 +43,9 @@ struct CausalConv1dFwdParams {
   //   initial_states (a serving engine's state pool): a row's final state is written only after every read of
   //   that row's initial state.
   // seq_idx (int32 [batch, seqlen]): the window of t reads position s only if seq_idx[b, s] == seq_idx[b, t].
+  //   A token with seq_idx[b, t] < 0 is padding (causal-conv1d's convention): its output is written as 0 (and
+  //   its gradient is 0 in the backward). Python checks that the non-negative entries never decrease and
+  //   rejects final states whose row ends in padding.
   //   Initial states continue the row's first segment (read only where seq_idx[b, t] == seq_idx[b, 0]);
   //   final states are those of the row's last segment (positions s whose seq_idx differs from
   //   seq_idx[b, L-1] read as zeros; the initial window counts only if the last segment is also the first).

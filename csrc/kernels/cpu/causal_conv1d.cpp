@@ -127,6 +127,8 @@ void fwd_tiles(const CausalConv1dFwdParams& p, const std::vector<Row>& row_info,
             conv_row<true>(xr, wr, p.width, bias[d0 + r], p.silu, n, mask.data(), tile_seq, yr);
           else
             conv_row<false>(xr, wr, p.width, bias[d0 + r], p.silu, n, nullptr, 0, yr);
+          if (masked)
+            for (int64_t i = 0; i < n; ++i) yr[i] = seq[i + halo] < 0 ? 0.f : yr[i];  // padding tokens
           store_row(yr, dst + r * p.out_dim_stride, p.out_seq_stride, n);
         }
       } else {
@@ -141,6 +143,9 @@ void fwd_tiles(const CausalConv1dFwdParams& p, const std::vector<Row>& row_info,
           load_row(src + (t - pad) * p.x_seq_stride, p.x_dim_stride, xs.data() + t * ld, rows);
         conv_channels(xs.data(), ld, w.data() + d0, p.dim, bias.data() + d0, p.width, p.silu, n, rows, ys.data(),
                       masked ? mask.data() : nullptr, tile_seq);
+        if (masked)
+          for (int64_t t = 0; t < n; ++t)
+            if (seq[t + halo] < 0) std::fill_n(ys.data() + t * ld, rows, 0.f);  // padding tokens
         for (int64_t t = 0; t < n; ++t)
           store_row(ys.data() + t * ld, dst + t * p.out_seq_stride, p.out_dim_stride, rows);
       }

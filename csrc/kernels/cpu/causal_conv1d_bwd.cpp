@@ -2,7 +2,7 @@
 //
 // Per (row b, channel d), with ext = cat(initial window (or zeros), x[b, d, :]) (halo = width-1 entries
 // before t = 0) and m(t, j) = 1 when tap j of output t reads its own sequence (seq_idx), else 0:
-//   pre[t]   = bias + sum_j w[j] ext[t + j] m(t, j),    g[t] = dout[t] * act'(pre[t])
+//   pre[t]   = bias + sum_j w[j] ext[t + j] m(t, j),    g[t] = dout[t] * act'(pre[t])  (0 for padding tokens)
 //   dext[p]  = sum_j w[j] g[p - j] m(p - j, j)          (dx = dext[halo:], dinitial_states = dext[:halo])
 //   dext[L + k] += dfinal[k] where that position belongs to the final state (last sequence of the row)
 //   dweight[j] = sum_{b,t} g[t] ext[t + j] m(t, j),     dbias = sum_{b,t} g[t]
@@ -98,6 +98,8 @@ void bwd_impl(const CausalConv1dBwdParams& p, const std::vector<float>& w, const
                  len);
         load_row(static_cast<const T*>(p.dout) + b * p.dout_batch_stride + d * p.dout_dim_stride, p.dout_seq_stride,
                  g, len);
+        if (masked)  // padding tokens (seq_idx < 0) output a constant 0: no gradient flows through them
+          for (int64_t t = 0; t < len; ++t) g[t] = buf.seq[t + halo] < 0 ? 0.f : g[t];
         if (p.silu) {
           float* pre = buf.dext.data();  // scratch until dext is computed
           std::fill_n(pre, len, bias[d]);
