@@ -272,7 +272,7 @@ def sanitize(mod):
     for dt in (torch.bfloat16, torch.float32):
         for layout, L, W in (("contig", 512, 4), ("cl", 100, 4), ("contig", 129, 3), ("strided", 50, 4),
                              ("contig", 40, 11)):
-            for seq in (False, True):
+            for seq in (True,):
                 good, errs = run_case(mod, dt, torch.float32, 2, 32, L, W, layout, init=True, dfinal=True,
                                       seq=seq, dinit=True)
                 ok = ok and good

@@ -11,7 +11,7 @@ peer=$!
 python3 bench/conv_bwd/check.py build 2>&1 | tail -3
 cp $BUILD/ptxas.txt "$OUT/" 2>/dev/null
 python3 bench/conv_bwd/check.py check 2>&1 | tee "$OUT/check.log" | tail -40
-( compute-sanitizer --tool memcheck --error-exitcode 9 python3 bench/conv_bwd/check.py sanitize 2>&1 | tail -4 ;
-  compute-sanitizer --tool racecheck --error-exitcode 9 python3 bench/conv_bwd/check.py sanitize 2>&1 | tail -4 ) | tee "$OUT/sanitize.log"
 wait $peer; tail -2 "$OUT/peer_build.log"
 python3 bench/conv_bwd/check.py time ${PEER:---peer} 2>&1 | tee "$OUT/time.log" | tail -40
+( timeout ${SAN_TIMEOUT:-100} compute-sanitizer --tool memcheck --error-exitcode 9 python3 bench/conv_bwd/check.py sanitize 2>&1 | tail -3
+  timeout ${SAN_TIMEOUT:-100} compute-sanitizer --tool racecheck --error-exitcode 9 python3 bench/conv_bwd/check.py sanitize 2>&1 | tail -3 ) | tee "$OUT/sanitize.log"
