@@ -26,11 +26,20 @@ DTYPE_ID = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 def build(arch="sm_90a"):
     os.makedirs(BUILD, exist_ok=True)
     inc = ["-I" + os.path.join(ROOT, "csrc/include"), "-I" + os.path.join(ROOT, "csrc/kernels")]
-    nv = ["nvcc", "-std=c++17", "-O3", "--use_fast_math", f"-arch={arch}", "-Xcompiler", "-fPIC", "-Xptxas", "-v"]
+    nv = ["nvcc", "-std=c++17", "-O3", "--use_fast_math", f"-arch={arch}", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
+          *os.environ.get("NVCC_EXTRA", "").split()]
     py_inc = subprocess.check_output([sys.executable, "-m", "pybind11", "--includes"], text=True).split()
     jobs = [nv + inc + ["-c", os.path.join(ROOT, "csrc/kernels", s), "-o", f"{BUILD}/{s}.o"] for s in SOURCES]
-    jobs.append(["g++", "-std=c++17", "-O2", "-fPIC", *inc, *py_inc, "-c", os.path.join(ROOT, "bench/conv_bwd/shim.cpp"),
-                 "-o", f"{BUILD}/shim.o"])
+    shim = ["g++", "-std=c++17", "-O2", "-fPIC", *inc, *py_inc, "-c", os.path.join(ROOT, "bench/conv_bwd/shim.cpp")]
+    jobs.append(shim + ["-o", f"{BUILD}/shim.o"])
+    # A/B variant: channel-last with 8-byte channel groups, as module conv_bwd_shim_cl8.
+    jobs.append(nv + inc + ["-DAITER_LITE_BWD_CL_VEC_BYTES=8", "-c",
+                            os.path.join(ROOT, "csrc/kernels/causal_conv1d_bwd_channel_last.cu"), "-o", f"{BUILD}/cl8.o"])
+    jobs.append(shim + ["-DSHIM_NAME=conv_bwd_shim_cl8", "-o", f"{BUILD}/shim_cl8.o"])
+    # A/B variant: rows with 4 vectors per lane on large problems, as module conv_bwd_shim_rows4.
+    jobs.append(nv + inc + ["-DAITER_LITE_BWD_ROWS_VECS=4", "-c",
+                            os.path.join(ROOT, "csrc/kernels/causal_conv1d_bwd_rows.cu"), "-o", f"{BUILD}/rows4.o"])
+    jobs.append(shim + ["-DSHIM_NAME=conv_bwd_shim_rows4", "-o", f"{BUILD}/shim_rows4.o"])
     t0 = time.time()
     with cf.ThreadPoolExecutor(len(jobs)) as ex:
         results = list(ex.map(lambda c: subprocess.run(c, capture_output=True, text=True), jobs))
@@ -43,13 +52,19 @@ def build(arch="sm_90a"):
                                   text=True).strip()
     subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim{ext}", *[f"{BUILD}/{s}.o" for s in SOURCES],
                     f"{BUILD}/shim.o", "-lcudart"], check=True)
+    variant = [f"{BUILD}/{s}.o" for s in SOURCES if "channel_last" not in s] + [f"{BUILD}/cl8.o"]
+    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_cl8{ext}", *variant, f"{BUILD}/shim_cl8.o",
+                    "-lcudart"], check=True)
+    variant = [f"{BUILD}/{s}.o" for s in SOURCES if "rows" not in s] + [f"{BUILD}/rows4.o"]
+    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_rows4{ext}", *variant, f"{BUILD}/shim_rows4.o",
+                    "-lcudart"], check=True)
     print(f"built in {time.time() - t0:.1f} s")
 
 
-def load():
-    sys.path.insert(0, BUILD)
-    import conv_bwd_shim
-    return conv_bwd_shim
+def load(name="conv_bwd_shim"):
+    if BUILD not in sys.path:
+        sys.path.insert(0, BUILD)
+    return importlib.import_module(name)
 
 
 # ---------------------------------------------------------------------------------------------- call
@@ -310,7 +325,7 @@ def gpu_time_us(fn, reps=40):
     return times[len(times) // 2]
 
 
-def time_all(mod, peer):
+def time_all(mod, peer, mod_cl8=None, mod_rows4=None):
     dao = None
     if peer:
         try:
@@ -348,6 +363,11 @@ def time_all(mod, peer):
             t_ours = gpu_time_us(c)
             cd = Call(mod, x, w, b, dout, silu=True, dx_layout=layout, deterministic=True)
             t_det = gpu_time_us(cd)
+            t_cl8 = float("nan")
+            if layout == "cl" and mod_cl8 is not None:
+                t_cl8 = gpu_time_us(Call(mod_cl8, x, w, b, dout, silu=True, dx_layout=layout))
+            if layout == "contig" and mod_rows4 is not None:  # same column: the A/B variant of this layout
+                t_cl8 = gpu_time_us(Call(mod_rows4, x, w, b, dout, silu=True, dx_layout=layout))
             t_dao = float("nan")
             if dao is not None:
                 try:
@@ -356,13 +376,12 @@ def time_all(mod, peer):
                 except Exception as e:  # noqa: BLE001
                     print("peer failed", dt, B, D, L, W, layout, repr(e)[:200])
             rows.append((str(dt).replace("torch.", ""), str(wdt).replace("torch.", ""), f"{B}x{D}x{L}", W, layout,
-                         t_copy, t_ours, t_det, t_dao))
+                         t_copy, t_ours, t_det, t_dao, t_cl8))
             del x, dout, c, cd
-    gbytes = lambda r: None  # noqa: E731
-    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac)")
-    for dt, wdt, shape, W, layout, tc, to, tdet, td in rows:
+    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac) | variant us (frac): contig 4 vecs/lane, cl 8-byte groups")
+    for dt, wdt, shape, W, layout, tc, to, tdet, td, t8 in rows:
         print(f" {dt}/{wdt} | {shape} | {W} | {layout} | {tc:.1f} | {to:.1f} ({tc / to:.2f}) | {tdet:.1f} | "
-              f"{td:.1f} ({tc / td:.2f})")
+              f"{td:.1f} ({tc / td:.2f}) | {t8:.1f} ({tc / t8:.2f})")
     return rows
 
 
@@ -375,6 +394,6 @@ if __name__ == "__main__":
     elif cmd == "sanitize":
         sys.exit(0 if sanitize(load()) else 1)
     elif cmd == "time":
-        time_all(load(), "--peer" in sys.argv)
+        time_all(load(), "--peer" in sys.argv, load("conv_bwd_shim_cl8"), load("conv_bwd_shim_rows4"))
     else:
         sys.exit(__doc__)

@@ -58,7 +58,10 @@ CausalConv1dBwdParams make_params(const py::dict& d) {
 
 }  // namespace
 
-PYBIND11_MODULE(conv_bwd_shim, m) {
+#ifndef SHIM_NAME
+#define SHIM_NAME conv_bwd_shim
+#endif
+PYBIND11_MODULE(SHIM_NAME, m) {
   m.def("workspace_bytes", [](const py::dict& d) { return aiter_lite::causal_conv1d_bwd_workspace_bytes(make_params(d)); });
   m.def("bwd", [](const py::dict& d, int64_t stream) {
     aiter_lite::causal_conv1d_bwd(make_params(d), reinterpret_cast<void*>(static_cast<uintptr_t>(stream)));

@@ -30,7 +30,12 @@ namespace {
 
 // Bytes of channels per thread: 4 (two 16-bit channels, one fp32). 8-byte groups (4 fp16 channels) held
 // about 104 live values at W = 4 and spilled 1 KB per thread at the 80-register bound (ptxas 13.0, sm_90a).
+// AITER_LITE_BWD_CL_VEC_BYTES=8 builds the 8-byte form for A/B timing (bench/conv_bwd).
+#ifdef AITER_LITE_BWD_CL_VEC_BYTES
+constexpr int kBwdChannelLastVecBytes = AITER_LITE_BWD_CL_VEC_BYTES;
+#else
 constexpr int kBwdChannelLastVecBytes = 4;
+#endif
 
 template <typename T_, int kWidth_, int kV_, bool kSeq_>
 struct BwdChannelLastTraits {
@@ -45,8 +50,10 @@ struct BwdChannelLastTraits {
   // Blocks per SM, the most at which ptxas 13.0 (sm_90a) keeps the windows, weights and sums of the
   // channels in registers without spilling: 80 registers spilled 8-264 bytes for 2 channels at W = 3, 4.
   // seq_idx mode holds the window's seq ids too: one block fewer at W = 3, 4.
-  static constexpr int kMinBlocks = (kV_ == 1 ? (kWidth <= 4 ? 6 : 4) : (kWidth <= 2 ? 6 : (kWidth <= 4 ? 5 : 3))) -
-                                    (kSeq_ && kWidth >= 3 && kWidth <= 4 ? 1 : 0);
+  static constexpr int kMinBlocks =
+      kV_ >= 4 ? (kWidth <= 4 ? 4 : 2)
+               : (kV_ == 1 ? (kWidth <= 4 ? 6 : 4) : (kWidth <= 2 ? 6 : (kWidth <= 4 ? 5 : 3))) -
+                     (kSeq_ && kWidth >= 3 && kWidth <= 4 ? 1 : 0);
   static constexpr int kUnroll = 4;  // time steps loaded together
   using vec_t = Vec<T, kV>;
   static_assert(kV == 1 || sizeof(vec_t) == kBwdChannelLastVecBytes, "a channel group is one element or one vector");
@@ -365,14 +372,16 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
                              : resident_threads_for<scalar_t, kBwdChannelLastVecBytes / sizeof(scalar_t)>(p.width);
   });
   // Chunks long enough to amortise their 2(W - 1)-step halo, short enough that the threads fill the
-  // GPU about twice (two rounds hide the tail of the first).
+  // GPU about twice (two rounds hide the tail of the first); a multiple of the kChunks warps of a
+  // block, so no warp of a block idles past the row end (the kernel takes any chunk length).
+  constexpr int kChunks = 128 / kWarpSize;
   const int64_t steps = B * n_groups * L;
   int64_t len = (steps + 2 * resident - 1) / (2 * resident);
-  len = std::max<int64_t>(32, std::min<int64_t>(len, 512));
-  len = (len + 3) / 4 * 4;
-  plan.chunk_len = std::min<int64_t>(len, (L + 3) / 4 * 4);
+  len = std::max<int64_t>(8, std::min<int64_t>(len, 512));
+  int64_t n_chunks = (L + len - 1) / len;
+  if (n_chunks > 1) n_chunks = (n_chunks + kChunks - 1) / kChunks * kChunks;
+  plan.chunk_len = (L + n_chunks - 1) / n_chunks;
   plan.n_chunks = (L + plan.chunk_len - 1) / plan.chunk_len;
-  constexpr int kChunks = 128 / kWarpSize;
   plan.partial_rows = B * ((plan.n_chunks + kChunks - 1) / kChunks);
   return plan;
 }

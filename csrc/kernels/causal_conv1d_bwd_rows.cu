@@ -25,6 +25,14 @@ namespace aiter_lite {
 namespace conv1d {
 namespace {
 
+// Vectors per lane on large problems (1 on small ones). AITER_LITE_BWD_ROWS_VECS=4 builds the 4-vector
+// form for A/B timing (bench/conv_bwd).
+#ifdef AITER_LITE_BWD_ROWS_VECS
+constexpr int kRowsLargeVecs = AITER_LITE_BWD_ROWS_VECS;
+#else
+constexpr int kRowsLargeVecs = 2;
+#endif
+
 template <typename T_, int kWidth_, int kVecs_>
 struct BwdRowsTraits {
   using T = T_;
@@ -34,7 +42,7 @@ struct BwdRowsTraits {
   static constexpr int kThreads = 128;
   // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for wider filters so that their windows do
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
-  static constexpr int kMinBlocks = kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5);
+  static constexpr int kMinBlocks = kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5));
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
   static constexpr int kVecs = kVecs_;
@@ -159,16 +167,19 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
       for (int h = 0; h < kHaloWordsAlloc; ++h) next_halo[h] = 0u;
     }
-    // Initial states: x at positions -kHalo .. -1 for the row's first vector.
-    const bool row_start = v0 == 0;
+    // Initial states: x at the negative positions of the halo of the row's first vectors (lane 0, and the
+    // next lanes too when the halo is longer than a vector: fp32 with W >= 6).
+    const int64_t e0 = static_cast<int64_t>(v0) * kNElts;
+    const bool near_start = e0 < kHalo;
     float init_x[kHaloAlloc];
 #pragma unroll
     for (int i = 0; i < kHaloAlloc; ++i) init_x[i] = 0.f;
-    if (row_start && a.st.init != nullptr) {
+    if (near_start && a.st.init != nullptr) {
 #pragma unroll
       for (int i = 0; i < kHalo; ++i)
-        init_x[i] = load_state<T>(a.st.init, b, d, i, a.st.init_batch_stride, a.st.init_dim_stride,
-                                  a.st.init_seq_stride);
+        if (e0 + i < kHalo)
+          init_x[i] = load_state<T>(a.st.init, b, d, e0 + i, a.st.init_batch_stride, a.st.init_dim_stride,
+                                    a.st.init_seq_stride);
     }
     float w2[1][kW];
     float bias2[1];
@@ -194,9 +205,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
       float xs[kHalo + kNElts];
       window_from_words<Ktraits>(xs, halo_words, xv[k]);
-      if (k == 0 && row_start) {
+      if (k == 0 && near_start) {
 #pragma unroll
-        for (int i = 0; i < kHalo; ++i) xs[i] = init_x[i];
+        for (int i = 0; i < kHalo; ++i)
+          if (e0 + i < kHalo) xs[i] = init_x[i];
       }
       dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
 #pragma unroll
@@ -262,7 +274,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
         out.store(dxr + e);
       }
-      if (k == 0 && row_start && a.st.dinit != nullptr) {
+      if (k == 0 && v0 == 0 && a.st.dinit != nullptr) {
         // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here).
 #pragma unroll
         for (int kk = 0; kk < kHalo; ++kk) {
@@ -339,7 +351,7 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   // 32 warps), as in the forward's rows plan.
   constexpr int64_t kLargeVecs = int64_t{132} * 32 * kWarpSize;
   const int64_t total_vecs = B * D * row_vecs;
-  if (total_vecs >= kLargeVecs && efficiency(2 * kWarpSize) >= 0.75) plan.vecs_per_lane = 2;
+  if (total_vecs >= kLargeVecs && efficiency(kRowsLargeVecs * kWarpSize) >= 0.75) plan.vecs_per_lane = kRowsLargeVecs;
   else if (efficiency(kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   if (plan.vecs_per_lane > 0) {
     const int64_t tile_vecs = int64_t{plan.vecs_per_lane} * kWarpSize;
@@ -352,7 +364,7 @@ void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const
                   const BwdPartials& partials, gpuStream_t stream) {
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      if (plan.vecs_per_lane == 2) bwd_rows_launch<scalar_t, kW, 2>(p, w, partials, stream);
+      if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs>(p, w, partials, stream);
       else bwd_rows_launch<scalar_t, kW, 1>(p, w, partials, stream);
     });
   });
