@@ -27,7 +27,10 @@ namespace {
 constexpr int kTileThreads = 128;
 constexpr int64_t kTileElts = 2048;     // rows * tile_len at most (plus halos)
 constexpr int64_t kTileMaxRows = 64;
-constexpr int kTileLoadUnroll = 16;     // loads in flight per thread while staging
+// Loads in flight per thread while staging (x, then dout). One round over both streams with 16 loads per
+// thread and 8 blocks per SM measured slower on the H100 (2026-11-24, bf16 16x2048x129 65.6 -> 73.1 us,
+// 3x1536x777 57.4 -> 65.0, fp32 16x2048x129 53.3 -> 59.3; separate runs).
+constexpr int kTileLoadUnroll = 8;
 
 template <typename T_, int kWidth_, bool kSeq_>
 struct BwdTileTraits {
@@ -36,8 +39,7 @@ struct BwdTileTraits {
   static constexpr int kHalo = kWidth - 1;
   static constexpr bool kSeq = kSeq_;
   static constexpr int kThreads = kTileThreads;
-  // 8 blocks (<= 64 registers); seq_idx mode spilled 28-56 bytes there (ptxas 13.0, sm_90a): 6.
-  static constexpr int kMinBlocks = kSeq_ ? 6 : 8;
+  static constexpr int kMinBlocks = 6;
   static constexpr int kWarps = kThreads / kWarpSize;
 };
 
@@ -101,12 +103,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     float w[kW], bias;
     load_channel_weights<kW>(w, bias, a.w, d);
 
-    // Stage x (and seq ids) over [t0 - kHalo, t0 + T + kHalo) and dout over [t0, t0 + T + kHalo), as one
-    // flat index over both (x first): each round issues all of a thread's loads before its shared-memory
-    // stores, with x and dout loads in flight together.
+    // Stage x (and seq ids) over [t0 - kHalo, t0 + T + kHalo) and dout over [t0, t0 + T + kHalo). All of
+    // a thread's loads of one round are issued before its shared-memory stores.
     const int nx = rows_here * x_span;
-    const int n_stage = nx + rows_here * g_span;
-    for (int f0 = 0; f0 < n_stage; f0 += kThreads * kTileLoadUnroll) {
+    for (int f0 = 0; f0 < nx; f0 += kThreads * kTileLoadUnroll) {
       float v[kTileLoadUnroll];
       int32_t sv[kTileLoadUnroll];
 #pragma unroll
@@ -116,7 +116,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         sv[u] = 0;
         if (f < nx) {
           uint32_t i;
-          const int64_t b = b0 + div_x_span.divmod(i, static_cast<uint32_t>(f));
+          const int64_t r = div_x_span.divmod(i, static_cast<uint32_t>(f));
+          const int64_t b = b0 + r;
           const int64_t t = t0 - kHalo + static_cast<int64_t>(i);
           if (t >= 0 && t < L) {
             v[u] = to_float(xd[b * a.x_batch_stride + t * a.x_seq_stride]);
@@ -126,11 +127,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           }
           if (Ktraits::kSeq)
             sv[u] = a.seq_idx[b * a.seq_batch_stride + (t < 0 ? 0 : (t < L ? t : L - 1)) * a.seq_seq_stride];
-        } else if (f < n_stage) {
-          uint32_t i;
-          const int64_t b = b0 + div_g_span.divmod(i, static_cast<uint32_t>(f - nx));
-          const int64_t t = t0 + static_cast<int64_t>(i);
-          if (t < L) v[u] = to_float(gd[b * a.dout_batch_stride + t * a.dout_seq_stride]);
         }
       }
 #pragma unroll
@@ -139,12 +135,29 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         if (f < nx) {
           xs[f] = v[u];
           if (Ktraits::kSeq) ss[f] = sv[u];
-        } else if (f < n_stage) {
-          gs[f - nx] = v[u];
         }
       }
     }
     const int ng = rows_here * g_span;
+    for (int f0 = 0; f0 < ng; f0 += kThreads * kTileLoadUnroll) {
+      float v[kTileLoadUnroll];
+#pragma unroll
+      for (int u = 0; u < kTileLoadUnroll; ++u) {
+        const int f = f0 + u * kThreads + tid;
+        v[u] = 0.f;
+        if (f < ng) {
+          uint32_t i;
+          const int64_t r = div_g_span.divmod(i, static_cast<uint32_t>(f));
+          const int64_t t = t0 + static_cast<int64_t>(i);
+          if (t < L) v[u] = to_float(gd[(b0 + r) * a.dout_batch_stride + t * a.dout_seq_stride]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kTileLoadUnroll; ++u) {
+        const int f = f0 + u * kThreads + tid;
+        if (f < ng) gs[f] = v[u];
+      }
+    }
     __syncthreads();
 
     // dpre over [t0, t0 + T + kHalo), in place; dweight/dbias sums over [t0, t0 + T).
