@@ -259,14 +259,15 @@ int64_t causal_conv1d_bwd_workspace_bytes(const CausalConv1dBwdParams& p) {
 void causal_conv1d_bwd(const CausalConv1dBwdParams& p, void* stream_ptr) {
   using namespace conv1d;
   check_bwd_params(p);
-  if (p.batch == 0 || p.dim == 0) return;
+  if (p.dim == 0) return;
   const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
-  // L = 0 takes the naive kernels: dweight/dbias are empty sums (0) and dinit gets dfinal.
-  if (p.seqlen > 0 && (p.x == nullptr || p.weight == nullptr || p.dout == nullptr))
+  // B = 0 or L = 0 takes the naive kernels: dweight/dbias are empty sums (0) and dinit gets dfinal.
+  const bool empty = p.batch == 0 || p.seqlen == 0;
+  if (!empty && (p.x == nullptr || p.weight == nullptr || p.dout == nullptr))
     throw std::invalid_argument("aiter_lite causal_conv1d_bwd: null tensor pointer");
   const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride, p.bias_stride,
                                         p.w_dtype);
-  const BwdPlan plan = p.seqlen == 0 ? BwdPlan{} : plan_bwd(p);
+  const BwdPlan plan = empty ? BwdPlan{} : plan_bwd(p);
   BwdPartials partials{nullptr, p.dim * (p.width + 1)};
   if (plan.partial_rows > 0) {
     if (p.workspace == nullptr) throw std::invalid_argument("aiter_lite causal_conv1d_bwd: workspace is null");
