@@ -1,15 +1,288 @@
-// Placeholder until the CUDA backward lands (another branch owns the real file): it keeps the CUDA/HIP
-// module linking. Every entry point reports that the GPU backward is not built yet.
+// Causal depthwise conv1d backward (Mamba style), CUDA and HIP: path choice, the workspace, the
+// fixed-order reduction of dweight/dbias, and the naive kernels. Notation in causal_conv1d_bwd.h.
+//
+// Kernels:
+//   rows          dense [B, D, L], 16-byte aligned, L a multiple of the 16-byte vector, no seq_idx:
+//                 warp tiles of 16-byte vectors, halos by warp shuffle (causal_conv1d_bwd_rows.cu).
+//   channel_last  x, dout and dx with dim stride 1, seq_idx allowed: a thread walks a chunk of time
+//                 steps for one 4-byte group of channels (causal_conv1d_bwd_channel_last.cu).
+//   tile          anything else with W <= 8 (odd L, strided views, seq_idx on [B, D, L]): a block stages
+//                 a window of several rows of one channel in shared memory (causal_conv1d_bwd_tile.cu).
+//   naive         W > 8: one thread per dx element and one block per dweight/dbias entry, recomputing
+//                 dpre for every tap (W^2 work per element; kept simple, not fast).
+//
+// Determinism: the three fast kernels write per-block fp32 partial sums of dweight/dbias to the
+// workspace and causal_conv1d_bwd_reduce_kernel adds them in a fixed order; no float atomics
+// anywhere, so every call is bitwise reproducible and `deterministic` costs nothing extra.
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
+#include "causal_conv1d_bwd.h"
+#include "causal_conv1d_common.cuh"
 #include "causal_conv1d_params.h"
+#include "dtype_traits.cuh"
+#include "port.h"
 
 namespace aiter_lite {
+namespace conv1d {
+namespace {
 
-int64_t causal_conv1d_bwd_workspace_bytes(const CausalConv1dBwdParams& /*params*/) { return 0; }
+// ---------------------------------------------------------------------------------------------
+// Reduction of the partial rows: out column c = sum over p of partials[p][c], in the order
+// p = y, y + kRowsPerBlock, ... per thread row y, then the kRowsPerBlock thread rows in order.
 
-void causal_conv1d_bwd(const CausalConv1dBwdParams& /*params*/, void* /*stream*/) {
-  throw std::runtime_error("aiter_lite: causal_conv1d_bwd on the GPU: not built yet");
+constexpr int kReduceCols = 32;
+constexpr int kReduceRows = 16;
+
+__global__ void __launch_bounds__(kReduceCols* kReduceRows)
+    causal_conv1d_bwd_reduce_kernel(const float* __restrict__ partials, int64_t n_rows, int64_t cols, int width,
+                                    float* __restrict__ dweight, float* __restrict__ dbias) {
+  __shared__ float sums[kReduceRows][kReduceCols + 1];
+  const int cx = static_cast<int>(threadIdx.x) % kReduceCols;
+  const int ry = static_cast<int>(threadIdx.x) / kReduceCols;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kReduceCols + cx;
+  float s = 0.f;
+  if (c < cols)
+    for (int64_t p = ry; p < n_rows; p += kReduceRows) s += partials[p * cols + c];
+  sums[ry][cx] = s;
+  __syncthreads();
+  if (ry == 0 && c < cols) {
+    float total = 0.f;
+#pragma unroll
+    for (int k = 0; k < kReduceRows; ++k) total += sums[k][cx];
+    const int64_t d = c / (width + 1);
+    const int j = static_cast<int>(c - d * (width + 1));
+    if (j < width) {
+      if (dweight != nullptr) dweight[d * width + j] = total;
+    } else if (dbias != nullptr) {
+      dbias[d] = total;
+    }
+  }
+}
+
+void reduce_partials(const BwdPartials& partials, int64_t n_rows, const CausalConv1dBwdParams& p,
+                     gpuStream_t stream) {
+  const int64_t blocks = (partials.cols + kReduceCols - 1) / kReduceCols;
+  causal_conv1d_bwd_reduce_kernel<<<static_cast<unsigned>(std::min(blocks, kMaxGridX)), kReduceCols * kReduceRows, 0,
+                                    stream>>>(partials.rows, n_rows, partials.cols, static_cast<int>(p.width),
+                                              p.dweight, p.dbias);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// naive: any width, any strides, every feature
+
+struct BwdNaiveArgs {
+  CausalConv1dBwdParams p;
+  WeightArgs w;
+  FastDivmod div_span, div_dim;  // dx positions per row (L, or L + W - 1 with dinit), dim
+};
+
+template <typename T>
+__device__ __forceinline__ int32_t seq_at(const CausalConv1dBwdParams& p, int64_t b, int64_t t) {
+  if (p.seq_idx == nullptr || p.seqlen == 0) return 0;
+  const int64_t tc = t < 0 ? 0 : (t < p.seqlen ? t : p.seqlen - 1);
+  return p.seq_idx[b * p.seq_idx_batch_stride + tc * p.seq_idx_seq_stride];
+}
+
+// x at position t of row (b, d): initial states before 0.
+template <typename T>
+__device__ __forceinline__ float x_at(const CausalConv1dBwdParams& p, int64_t b, int64_t d, int64_t t) {
+  const int64_t H = p.width - 1;
+  if (t >= 0) return to_float(static_cast<const T*>(p.x)[b * p.x_batch_stride + d * p.x_dim_stride + t * p.x_seq_stride]);
+  if (p.initial_states == nullptr) return 0.f;
+  return load_state<T>(p.initial_states, b, d, t + H, p.init_batch_stride, p.init_dim_stride, p.init_seq_stride);
+}
+
+template <typename T>
+__device__ float dpre_at(const CausalConv1dBwdParams& p, const WeightArgs& w, int64_t b, int64_t d, int64_t t) {
+  const int64_t H = p.width - 1;
+  const int32_t st = seq_at<T>(p, b, t);
+  float pre = w.bias == nullptr ? 0.f : load_as_float(w.bias, w.dtype, d * w.bias_stride);
+  for (int64_t j = 0; j < p.width; ++j) {
+    const int64_t tt = t - H + j;
+    if (tt < -H || seq_at<T>(p, b, tt) != st) continue;
+    pre = fmaf(load_as_float(w.weight, w.dtype, d * w.dim_stride + j * w.width_stride), x_at<T>(p, b, d, tt), pre);
+  }
+  const float g = to_float(static_cast<const T*>(p.dout)[b * p.dout_batch_stride + d * p.dout_dim_stride +
+                                                          t * p.dout_seq_stride]);
+  return act_grad(pre, g, p.silu);
+}
+
+// One thread per dx element (and dinit element: positions -(W-1) .. -1 when dinit is wanted).
+template <typename T>
+__global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dx_kernel(const BwdNaiveArgs a) {
+  const CausalConv1dBwdParams& p = a.p;
+  const int64_t H = p.width - 1, L = p.seqlen;
+  const int64_t lo = p.dinitial_states != nullptr ? -H : 0;
+  const int64_t n = p.batch * p.dim * (L - lo);
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t i, d;
+    const int64_t row = a.div_span.divmod(i, idx);
+    const int64_t b = a.div_dim.divmod(d, row);
+    const int64_t s = i + lo;
+    if (s >= 0 && p.dx == nullptr) continue;
+    const int32_t ss = seq_at<T>(p, b, s);
+    float v = 0.f;
+    for (int64_t j = 0; j < p.width; ++j) {
+      const int64_t t = s + H - j;
+      if (t < 0 || t >= L || seq_at<T>(p, b, t) != ss) continue;
+      v = fmaf(load_as_float(a.w.weight, a.w.dtype, d * a.w.dim_stride + j * a.w.width_stride),
+               dpre_at<T>(p, a.w, b, d, t), v);
+    }
+    if (p.dfinal_states != nullptr && s >= L - H && ss == seq_at<T>(p, b, L - 1))
+      v += load_state<T>(p.dfinal_states, b, d, s - (L - H), p.dfinal_batch_stride, p.dfinal_dim_stride,
+                         p.dfinal_seq_stride);
+    if (s >= 0)
+      static_cast<T*>(p.dx)[b * p.dx_batch_stride + d * p.dx_dim_stride + s * p.dx_seq_stride] = from_float<T>(v);
+    else
+      static_cast<T*>(p.dinitial_states)[b * p.dinit_batch_stride + d * p.dinit_dim_stride +
+                                         (s + H) * p.dinit_seq_stride] = from_float<T>(v);
+  }
+}
+
+// One block per (d, j), j == W for dbias: sums over (b, t) in a fixed order, written directly.
+template <typename T>
+__global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dw_kernel(const BwdNaiveArgs a) {
+  const CausalConv1dBwdParams& p = a.p;
+  const int64_t H = p.width - 1, L = p.seqlen;
+  const int64_t d = static_cast<int64_t>(blockIdx.x) / (p.width + 1);
+  const int64_t j = static_cast<int64_t>(blockIdx.x) - d * (p.width + 1);
+  float s = 0.f;
+  for (int64_t idx = threadIdx.x; idx < p.batch * L; idx += blockDim.x) {
+    const int64_t b = idx / L, t = idx - b * L;
+    const float dp = dpre_at<T>(p, a.w, b, d, t);
+    if (j == p.width) {
+      s += dp;
+    } else {
+      const int64_t tt = t - H + j;
+      if (tt >= -H && seq_at<T>(p, b, tt) == seq_at<T>(p, b, t)) s = fmaf(dp, x_at<T>(p, b, d, tt), s);
+    }
+  }
+  __shared__ float red[256 / kWarpSize];
+  s = warp_sum(s);
+  if (lane_id() == 0) red[threadIdx.x / kWarpSize] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.f;
+    for (int k = 0; k < 256 / kWarpSize; ++k) total += red[k];
+    if (j == p.width) {
+      if (p.dbias != nullptr) p.dbias[d] = total;
+    } else if (p.dweight != nullptr) {
+      p.dweight[d * p.width + j] = total;
+    }
+  }
+}
+
+template <typename T>
+void bwd_naive_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  BwdNaiveArgs a{};
+  a.p = p;
+  a.w = w;
+  const int64_t lo = p.dinitial_states != nullptr ? -(p.width - 1) : 0;
+  a.div_span = FastDivmod(p.seqlen - lo);
+  a.div_dim = FastDivmod(p.dim);
+  const int64_t n = p.batch * p.dim * (p.seqlen - lo);
+  if ((p.dx != nullptr || p.dinitial_states != nullptr) && n > 0) {
+    const int64_t blocks = std::min((n + 255) / 256, kMaxGridX);
+    causal_conv1d_bwd_naive_dx_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(a);
+    AITER_LITE_LAUNCH_CHECK();
+  }
+  if (p.dweight != nullptr || p.dbias != nullptr) {
+    const int64_t blocks = p.dim * (p.width + 1);
+    if (blocks > kMaxGridX) throw std::invalid_argument("aiter_lite causal_conv1d_bwd: dim * (width + 1) too large");
+    causal_conv1d_bwd_naive_dw_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(a);
+    AITER_LITE_LAUNCH_CHECK();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Path selection (host): the same plan sizes the workspace and runs the kernels.
+
+enum class BwdPath { kNaive, kRows, kChannelLast, kTile };
+
+struct BwdPlan {
+  BwdPath path = BwdPath::kNaive;
+  BwdRowsPlan rows;
+  BwdChannelLastPlan channel_last;
+  BwdTilePlan tile;
+  int64_t partial_rows = 0;  // 0: no workspace (naive, or neither dweight nor dbias wanted)
+};
+
+BwdPlan plan_bwd(const CausalConv1dBwdParams& p) {
+  BwdPlan plan{};
+  const bool want_dw = p.dweight != nullptr || p.dbias != nullptr;
+  if (p.width > kMaxTemplateWidth) return plan;
+  plan.rows = bwd_rows_plan(p);
+  if (plan.rows.vecs_per_lane > 0) {
+    plan.path = BwdPath::kRows;
+    plan.partial_rows = plan.rows.partial_rows;
+  } else if ((p.dim == 1 || (p.x_dim_stride == 1 && p.dout_dim_stride == 1 &&
+                             (p.dx == nullptr || p.dx_dim_stride == 1))) &&
+             p.dim > 1) {
+    plan.path = BwdPath::kChannelLast;
+    plan.channel_last = bwd_channel_last_plan(p, true);
+    plan.partial_rows = plan.channel_last.partial_rows;
+  } else {
+    plan.path = BwdPath::kTile;
+    plan.tile = bwd_tile_plan(p);
+    plan.partial_rows = plan.tile.partial_rows;
+  }
+  if (!want_dw) plan.partial_rows = 0;
+  return plan;
+}
+
+void check_bwd_params(const CausalConv1dBwdParams& p) {
+  if (p.width < 1) throw std::invalid_argument("aiter_lite causal_conv1d_bwd: width must be >= 1");
+  if (p.batch < 0 || p.dim < 0 || p.seqlen < 0)
+    throw std::invalid_argument("aiter_lite causal_conv1d_bwd: negative size");
+  if (!is_valid_dtype(p.x_dtype) || !is_valid_dtype(p.w_dtype))
+    throw std::invalid_argument("aiter_lite causal_conv1d_bwd: unsupported dtype");
+}
+
+int64_t workspace_bytes_of(const BwdPlan& plan, const CausalConv1dBwdParams& p) {
+  return plan.partial_rows * p.dim * (p.width + 1) * static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace
+}  // namespace conv1d
+
+int64_t causal_conv1d_bwd_workspace_bytes(const CausalConv1dBwdParams& p) {
+  using namespace conv1d;
+  check_bwd_params(p);
+  if (p.batch == 0 || p.dim == 0 || p.seqlen == 0) return 0;
+  return workspace_bytes_of(plan_bwd(p), p);
+}
+
+void causal_conv1d_bwd(const CausalConv1dBwdParams& p, void* stream_ptr) {
+  using namespace conv1d;
+  check_bwd_params(p);
+  if (p.dim == 0) return;
+  const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
+  // B = 0 or L = 0 takes the naive kernels: dweight/dbias are empty sums (0) and dinit gets dfinal.
+  const bool empty = p.batch == 0 || p.seqlen == 0;
+  if (!empty && (p.x == nullptr || p.weight == nullptr || p.dout == nullptr))
+    throw std::invalid_argument("aiter_lite causal_conv1d_bwd: null tensor pointer");
+  const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride, p.bias_stride,
+                                        p.w_dtype);
+  const BwdPlan plan = empty ? BwdPlan{} : plan_bwd(p);
+  BwdPartials partials{nullptr, p.dim * (p.width + 1)};
+  if (plan.partial_rows > 0) {
+    if (p.workspace == nullptr) throw std::invalid_argument("aiter_lite causal_conv1d_bwd: workspace is null");
+    partials.rows = static_cast<float*>(p.workspace);
+  }
+  switch (plan.path) {
+    case BwdPath::kNaive:
+      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { bwd_naive_launch<scalar_t>(p, w, stream); });
+      return;
+    case BwdPath::kRows: bwd_rows_run(p, plan.rows, w, partials, stream); break;
+    case BwdPath::kChannelLast: bwd_channel_last_run(p, plan.channel_last, w, partials, stream); break;
+    case BwdPath::kTile: bwd_tile_run(p, plan.tile, w, partials, stream); break;
+    default: throw std::logic_error("aiter_lite causal_conv1d_bwd: unhandled kernel path");
+  }
+  if (plan.partial_rows > 0) reduce_partials(partials, plan.partial_rows, p, stream);
 }
 
 }  // namespace aiter_lite

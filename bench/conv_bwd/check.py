@@ -1,0 +1,399 @@
+"""GPU check and timing of the causal conv1d CUDA backward (csrc/kernels/causal_conv1d_bwd*.cu) through a
+test-only pybind11 shim (shim.cpp), built here with nvcc: the real binding is written elsewhere.
+
+  python bench/conv_bwd/check.py build            # compile the kernels + shim into $BUILD (default /tmp/conv_bwd)
+  python bench/conv_bwd/check.py check            # gradients vs torch autograd of a float64 reference
+  python bench/conv_bwd/check.py sanitize         # a few small calls per path (run under compute-sanitizer)
+  python bench/conv_bwd/check.py time [--peer]    # CUDA-graph timings vs a same-bytes copy (and causal-conv1d)
+"""
+import concurrent.futures as cf
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("BUILD", "/tmp/conv_bwd")
+SOURCES = ["causal_conv1d_bwd.cu", "causal_conv1d_bwd_rows.cu", "causal_conv1d_bwd_channel_last.cu",
+           "causal_conv1d_bwd_tile.cu"]
+DTYPE_ID = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+
+
+def build(arch="sm_90a"):
+    os.makedirs(BUILD, exist_ok=True)
+    inc = ["-I" + os.path.join(ROOT, "csrc/include"), "-I" + os.path.join(ROOT, "csrc/kernels")]
+    nv = ["nvcc", "-std=c++17", "-O3", "--use_fast_math", f"-arch={arch}", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
+          *os.environ.get("NVCC_EXTRA", "").split()]
+    py_inc = subprocess.check_output([sys.executable, "-m", "pybind11", "--includes"], text=True).split()
+    jobs = [nv + inc + ["-c", os.path.join(ROOT, "csrc/kernels", s), "-o", f"{BUILD}/{s}.o"] for s in SOURCES]
+    shim = ["g++", "-std=c++17", "-O2", "-fPIC", *inc, *py_inc, "-c", os.path.join(ROOT, "bench/conv_bwd/shim.cpp")]
+    jobs.append(shim + ["-o", f"{BUILD}/shim.o"])
+    # A/B variant: channel-last with 8-byte channel groups, as module conv_bwd_shim_cl8.
+    jobs.append(nv + inc + ["-DAITER_LITE_BWD_CL_VEC_BYTES=8", "-c",
+                            os.path.join(ROOT, "csrc/kernels/causal_conv1d_bwd_channel_last.cu"), "-o", f"{BUILD}/cl8.o"])
+    jobs.append(shim + ["-DSHIM_NAME=conv_bwd_shim_cl8", "-o", f"{BUILD}/shim_cl8.o"])
+    # A/B variant: rows with 4 vectors per lane on large problems, as module conv_bwd_shim_rows4.
+    jobs.append(nv + inc + ["-DAITER_LITE_BWD_ROWS_VECS=4", "-c",
+                            os.path.join(ROOT, "csrc/kernels/causal_conv1d_bwd_rows.cu"), "-o", f"{BUILD}/rows4.o"])
+    jobs.append(shim + ["-DSHIM_NAME=conv_bwd_shim_rows4", "-o", f"{BUILD}/shim_rows4.o"])
+    t0 = time.time()
+    with cf.ThreadPoolExecutor(len(jobs)) as ex:
+        results = list(ex.map(lambda c: subprocess.run(c, capture_output=True, text=True), jobs))
+    log = "".join(r.stdout + r.stderr for r in results)
+    open(f"{BUILD}/ptxas.txt", "w").write(log)
+    for r in results:
+        if r.returncode != 0:
+            sys.exit("build failed:\n" + r.stderr[-4000:])
+    ext = subprocess.check_output([sys.executable, "-c", "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+                                  text=True).strip()
+    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim{ext}", *[f"{BUILD}/{s}.o" for s in SOURCES],
+                    f"{BUILD}/shim.o", "-lcudart"], check=True)
+    variant = [f"{BUILD}/{s}.o" for s in SOURCES if "channel_last" not in s] + [f"{BUILD}/cl8.o"]
+    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_cl8{ext}", *variant, f"{BUILD}/shim_cl8.o",
+                    "-lcudart"], check=True)
+    variant = [f"{BUILD}/{s}.o" for s in SOURCES if "rows" not in s] + [f"{BUILD}/rows4.o"]
+    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_rows4{ext}", *variant, f"{BUILD}/shim_rows4.o",
+                    "-lcudart"], check=True)
+    print(f"built in {time.time() - t0:.1f} s")
+
+
+def load(name="conv_bwd_shim"):
+    if BUILD not in sys.path:
+        sys.path.insert(0, BUILD)
+    return importlib.import_module(name)
+
+
+# ---------------------------------------------------------------------------------------------- call
+
+def make_like(layout, B, D, L, dtype, fill=None):
+    """A [B, D, L] tensor in the given storage: contig, cl (dim stride 1), strided (seq stride 2), padded."""
+    dev = "cuda"
+    if layout == "contig":
+        t = torch.empty(B, D, L, device=dev, dtype=dtype)
+    elif layout == "cl":
+        t = torch.empty(B, L, D, device=dev, dtype=dtype).transpose(1, 2)
+    elif layout == "strided":
+        t = torch.empty(B, D, 2 * L, device=dev, dtype=dtype)[..., ::2]
+    elif layout == "padded":
+        t = torch.empty(B, D, L + 3, device=dev, dtype=dtype)[..., 1:L + 1]
+    else:
+        raise ValueError(layout)
+    if fill is None:
+        t.copy_(torch.randn(B, D, L, device=dev, dtype=torch.float32))
+    else:
+        t.fill_(fill)
+    return t
+
+
+def strides(prefix, t, d, names=("batch", "dim", "seq")):
+    for n, s in zip(names, t.stride()):
+        d[f"{prefix}_{n}_stride"] = s
+
+
+class Call:
+    """Outputs (NaN-poisoned), workspace and the params dict of one backward call."""
+
+    def __init__(self, mod, x, w, bias, dout, seq_idx=None, init=None, dfinal=None, silu=True, want=("dx", "dw", "db"),
+                 want_dinit=False, deterministic=False, dx_layout="contig"):
+        B, D, L = x.shape
+        W = w.shape[1]
+        self.mod = mod
+        self.dx = make_like(dx_layout, B, D, L, x.dtype, fill=float("nan")) if "dx" in want else None
+        self.dw = torch.full((D, W), float("nan"), device="cuda") if "dw" in want else None
+        self.db = torch.full((D,), float("nan"), device="cuda") if ("db" in want and bias is not None) else None
+        self.dinit = (torch.full((B, W - 1, D), float("nan"), device="cuda", dtype=x.dtype).transpose(1, 2)
+                      if want_dinit else None)
+        p = dict(x=x.data_ptr(), weight=w.data_ptr(), bias=bias.data_ptr() if bias is not None else 0,
+                 dout=dout.data_ptr(), seq_idx=seq_idx.data_ptr() if seq_idx is not None else 0,
+                 initial_states=init.data_ptr() if init is not None else 0,
+                 dfinal_states=dfinal.data_ptr() if dfinal is not None else 0,
+                 dx=self.dx.data_ptr() if self.dx is not None else 0,
+                 dweight=self.dw.data_ptr() if self.dw is not None else 0,
+                 dbias=self.db.data_ptr() if self.db is not None else 0,
+                 dinitial_states=self.dinit.data_ptr() if self.dinit is not None else 0,
+                 batch=B, dim=D, seqlen=L, width=W, w_dim_stride=w.stride(0), w_width_stride=w.stride(1),
+                 bias_stride=bias.stride(0) if bias is not None else 0,
+                 x_dtype=DTYPE_ID[x.dtype], w_dtype=DTYPE_ID[w.dtype], silu=int(silu),
+                 deterministic=int(deterministic))
+        strides("x", x, p)
+        strides("dout", dout, p)
+        if self.dx is not None:
+            strides("dx", self.dx, p)
+        if init is not None:
+            strides("init", init, p)
+        if dfinal is not None:
+            strides("dfinal", dfinal, p)
+        if self.dinit is not None:
+            strides("dinit", self.dinit, p)
+        if seq_idx is not None:
+            p["seq_idx_batch_stride"], p["seq_idx_seq_stride"] = seq_idx.stride()
+        nbytes = mod.workspace_bytes(p)
+        self.ws = torch.full(((nbytes + 3) // 4,), float("nan"), device="cuda") if nbytes else None
+        p["workspace"] = self.ws.data_ptr() if self.ws is not None else 0
+        self.p = p
+
+    def __call__(self):
+        self.mod.bwd(self.p, torch.cuda.current_stream().cuda_stream)
+        return self
+
+
+# ---------------------------------------------------------------------------------------------- reference
+
+def reference(x, w, bias, dout, seq_idx, init, dfinal, silu):
+    """dx, dweight, dbias, dinit by autograd of the forward in float64 (per-segment masks for seq_idx)."""
+    B, D, L = x.shape
+    W = w.shape[1]
+    H = W - 1
+    x64 = x.double().requires_grad_()
+    w64 = w.double().requires_grad_()
+    b64 = bias.double().requires_grad_() if bias is not None else None
+    i64 = (init.double() if init is not None else torch.zeros(B, D, H, dtype=torch.float64, device=x.device))
+    i64.requires_grad_()
+    xe = torch.cat([i64, x64], dim=-1)  # positions -H .. L-1
+    seq = seq_idx.long() if seq_idx is not None else torch.zeros(B, L, dtype=torch.long, device=x.device)
+    seq_e = torch.cat([seq[:, :1].expand(B, H), seq], dim=-1)
+    win = xe.unfold(-1, W, 1)                               # [B, D, L, W]: x at t - H + j
+    mask = (seq_e.unfold(-1, W, 1) == seq[:, :, None]).double()  # [B, L, W]
+    pre = (win * mask[:, None] * w64[None, :, None, :]).sum(-1)
+    if b64 is not None:
+        pre = pre + b64[None, :, None]
+    y = F.silu(pre) if silu else pre
+    loss = (y * dout.double()).sum()
+    if dfinal is not None and H > 0:
+        fmask = (seq_e[:, L:] == seq[:, L - 1:L]).double()  # [B, H]
+        loss = loss + (xe[..., L:] * fmask[:, None] * dfinal.double()).sum()
+    grads = torch.autograd.grad(loss, [x64, w64, i64] + ([b64] if b64 is not None else []), allow_unused=True)
+    dx, dw, dinit = grads[:3]
+    db = grads[3] if b64 is not None else None
+    return dx, dw, db, dinit
+
+
+def rel_err(a, ref):
+    a = a.double()
+    if torch.isnan(a).any():
+        return float("inf")
+    den = ref.norm().item()
+    return (a - ref).norm().item() / (den if den > 0 else 1.0)
+
+
+TOL_X = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}
+TOL_W = 2e-4  # fp32 sums of products of the (rounded) inputs
+
+
+def random_seq_idx(B, L):
+    """Sorted segment ids per row, 1-4 segments, some rows starting a new segment at 0."""
+    rows = []
+    for _ in range(B):
+        cuts = sorted(torch.randint(0, L, (torch.randint(0, 4, ()).item(),)).tolist())
+        s = torch.zeros(L, dtype=torch.int32)
+        for c in cuts:
+            s[c:] += 1
+        rows.append(s)
+    return torch.stack(rows).cuda()
+
+
+def run_case(mod, dtype, wdtype, B, D, L, W, layout, bias=True, silu=True, init=False, dfinal=False, seq=False,
+             dinit=False, want=("dx", "dw", "db"), check_det=False):
+    x = make_like(layout, B, D, L, dtype)
+    dout = make_like(layout, B, D, L, dtype)
+    w = torch.randn(D, W, device="cuda").to(wdtype) * 0.5
+    b = torch.randn(D, device="cuda").to(wdtype) if bias else None
+    H = W - 1
+    st_init = torch.randn(B, H, D, device="cuda").to(dtype).transpose(1, 2) if init else None
+    st_dfinal = torch.randn(B, D, H, device="cuda").to(dtype) if dfinal else None
+    sidx = random_seq_idx(B, L) if seq else None
+    c = Call(mod, x, w, b, dout, sidx, st_init, st_dfinal, silu, want, dinit, dx_layout=layout)()
+    rdx, rdw, rdb, rdinit = reference(x, w, b, dout, sidx, st_init, st_dfinal, silu)
+    errs = {}
+    if c.dx is not None:
+        errs["dx"] = (rel_err(c.dx, rdx), TOL_X[dtype])
+    if c.dw is not None:
+        errs["dw"] = (rel_err(c.dw, rdw), TOL_W)
+    if c.db is not None:
+        errs["db"] = (rel_err(c.db, rdb), TOL_W)
+    if c.dinit is not None:
+        errs["dinit"] = (rel_err(c.dinit, rdinit), TOL_X[dtype] * 2)
+    ok = all(e <= t for e, t in errs.values())
+    if check_det:
+        c2 = Call(mod, x, w, b, dout, sidx, st_init, st_dfinal, silu, want, dinit, deterministic=True,
+                  dx_layout=layout)()
+        c3 = Call(mod, x, w, b, dout, sidx, st_init, st_dfinal, silu, want, dinit, deterministic=True,
+                  dx_layout=layout)()
+        same = all(torch.equal(getattr(c2, k), getattr(c3, k)) for k in ("dx", "dw", "db")
+                   if getattr(c2, k) is not None)
+        errs["det"] = (0.0 if same else 1.0, 0.0)
+        ok = ok and same
+    return ok, errs
+
+
+def check(mod):
+    torch.manual_seed(0)
+    cases = []
+    dts = [(torch.bfloat16, torch.float32), (torch.float16, torch.float16), (torch.float32, torch.float32),
+           (torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32)]
+    # every path x width x dtype pair, with all features somewhere
+    for W in range(1, 10):
+        for i, (dt, wdt) in enumerate(dts):
+            f = (W + i) % 4
+            for layout, L in (("contig", 1024), ("contig", 129), ("cl", 200), ("strided", 77), ("padded", 64)):
+                cases.append(dict(dtype=dt, wdtype=wdt, B=2, D=40 if layout == "cl" else 24, L=L, W=W, layout=layout,
+                                  bias=f != 1, silu=f != 2, init=f in (0, 3), dfinal=f in (0, 1), seq=False,
+                                  dinit=f in (0, 2)))
+    # seq_idx on every layout, with states
+    for W in (2, 4, 7):
+        for layout in ("contig", "cl", "strided"):
+            for dt in (torch.bfloat16, torch.float32):
+                cases.append(dict(dtype=dt, wdtype=torch.float32, B=3, D=32, L=300, W=W, layout=layout, seq=True,
+                                  init=True, dfinal=True, dinit=True))
+    # edges: L < W, L = 1, tiny, large rows, many tiles, single channel, only some outputs wanted
+    for W in (3, 4, 8):
+        for L in (1, 2, 5):
+            cases.append(dict(dtype=torch.float32, wdtype=torch.float32, B=2, D=8, L=L, W=W, layout="contig",
+                              init=True, dfinal=True, dinit=True))
+            cases.append(dict(dtype=torch.bfloat16, wdtype=torch.float32, B=2, D=8, L=L, W=W, layout="cl",
+                              init=True, dfinal=True, dinit=True))
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=4, D=256, L=4096, W=4, layout="contig", init=True,
+                          dfinal=True, dinit=True, check_det=True))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=512, L=2048, W=4, layout="cl", check_det=True))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=16, D=128, L=129, W=4, layout="contig", check_det=True))
+        cases.append(dict(dtype=dt, wdtype=dt, B=1, D=1, L=3000, W=4, layout="contig"))
+        cases.append(dict(dtype=dt, wdtype=dt, B=2, D=1, L=3000, W=3, layout="cl"))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=64, L=512, W=4, layout="contig", want=("dx",)))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=64, L=512, W=4, layout="contig", want=("dw", "db")))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=64, L=300, W=4, layout="cl", want=("dw",),
+                          dinit=True, init=True))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=64, L=300, W=4, layout="strided", want=("db",),
+                          dinit=True, dfinal=True))
+    n_fail = 0
+    for c in cases:
+        ok, errs = run_case(mod, **c)
+        if not ok:
+            n_fail += 1
+            desc = {k: (str(v).replace("torch.", "") if not isinstance(v, (int, bool)) else v) for k, v in c.items()}
+            print("FAIL", desc, {k: f"{e:.2e}/{t:.0e}" for k, (e, t) in errs.items()})
+    print(f"check: {len(cases) - n_fail}/{len(cases)} cases passed")
+    return n_fail == 0
+
+
+def sanitize(mod):
+    """Small calls through each path (rows, channel-last, tile, naive) with every feature."""
+    torch.manual_seed(1)
+    ok = True
+    for dt in (torch.bfloat16, torch.float32):
+        for layout, L, W in (("contig", 512, 4), ("cl", 100, 4), ("contig", 129, 3), ("strided", 50, 4),
+                             ("contig", 40, 11)):
+            for seq in (True,):
+                good, errs = run_case(mod, dt, torch.float32, 2, 32, L, W, layout, init=True, dfinal=True,
+                                      seq=seq, dinit=True)
+                ok = ok and good
+                if not good:
+                    print("FAIL", dt, layout, L, W, errs)
+    torch.cuda.synchronize()
+    print("sanitize calls done", "ok" if ok else "FAILED")
+    return ok
+
+
+# ---------------------------------------------------------------------------------------------- timing
+
+def gpu_time_us(fn, reps=40):
+    """Median GPU time of fn replayed from a CUDA graph, L2 flushed (256 MB write) before each replay."""
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def time_all(mod, peer, mod_cl8=None, mod_rows4=None):
+    dao = None
+    if peer:
+        try:
+            sys.path.insert(0, os.path.join(ROOT, "../../.peers"))
+            from peers import dao_causal_conv1d
+            cc, secs = dao_causal_conv1d(root=os.path.join(ROOT, "../../.peers"), with_bwd=True)
+            from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
+            print(f"peer loaded in {secs:.0f} s")
+        except Exception as e:  # noqa: BLE001 - the table says the peer is missing
+            print("peer unavailable:", repr(e)[:300])
+    shapes = [(torch.bfloat16, torch.float32, 8, 5120, 2048, 4), (torch.bfloat16, torch.float32, 4, 4096, 4096, 4),
+              (torch.bfloat16, torch.float32, 8, 4096, 4096, 2), (torch.bfloat16, torch.float32, 4, 512, 2048, 4),
+              (torch.bfloat16, torch.float32, 16, 2048, 129, 4), (torch.bfloat16, torch.float32, 3, 1536, 777, 3),
+              (torch.bfloat16, torch.bfloat16, 8, 5120, 2048, 4), (torch.float16, torch.float32, 8, 5120, 2048, 4),
+              (torch.float16, torch.float32, 4, 4096, 4096, 4), (torch.float32, torch.float32, 8, 5120, 2048, 4),
+              (torch.float32, torch.float32, 8, 4096, 4096, 2), (torch.float32, torch.float32, 4, 4096, 4096, 4),
+              (torch.float32, torch.float32, 16, 2048, 129, 4), (torch.bfloat16, torch.float32, 2, 256, 1024, 4)]
+    rows = []
+    copy_cache = {}
+    for dt, wdt, B, D, L, W in shapes:
+        n = B * D * L
+        esz = torch.finfo(dt).bits // 8
+        if (n, esz) not in copy_cache:
+            src = torch.randn(n * 3 // 2, device="cuda").to(dt)
+            dst = torch.empty_like(src)
+            copy_cache[(n, esz)] = gpu_time_us(lambda: dst.copy_(src))
+            del src, dst
+        t_copy = copy_cache[(n, esz)]
+        for layout in ("contig", "cl"):
+            x = make_like(layout, B, D, L, dt)
+            dout = make_like(layout, B, D, L, dt)
+            w = (torch.randn(D, W, device="cuda") * 0.5).to(wdt)
+            b = torch.randn(D, device="cuda").to(wdt)
+            c = Call(mod, x, w, b, dout, silu=True, dx_layout=layout)
+            t_ours = gpu_time_us(c)
+            cd = Call(mod, x, w, b, dout, silu=True, dx_layout=layout, deterministic=True)
+            t_det = gpu_time_us(cd)
+            t_cl8 = float("nan")
+            if layout == "cl" and mod_cl8 is not None:
+                t_cl8 = gpu_time_us(Call(mod_cl8, x, w, b, dout, silu=True, dx_layout=layout))
+            if layout == "contig" and mod_rows4 is not None:  # same column: the A/B variant of this layout
+                t_cl8 = gpu_time_us(Call(mod_rows4, x, w, b, dout, silu=True, dx_layout=layout))
+            t_dao = float("nan")
+            if dao is not None:
+                try:
+                    dxp = torch.empty_like(x)
+                    t_dao = gpu_time_us(lambda: dao(x, w, b, dout, None, None, None, dxp, False, True))
+                except Exception as e:  # noqa: BLE001
+                    print("peer failed", dt, B, D, L, W, layout, repr(e)[:200])
+            rows.append((str(dt).replace("torch.", ""), str(wdt).replace("torch.", ""), f"{B}x{D}x{L}", W, layout,
+                         t_copy, t_ours, t_det, t_dao, t_cl8))
+            del x, dout, c, cd
+    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac) | variant us (frac): contig 4 vecs/lane, cl 8-byte groups")
+    for dt, wdt, shape, W, layout, tc, to, tdet, td, t8 in rows:
+        print(f" {dt}/{wdt} | {shape} | {W} | {layout} | {tc:.1f} | {to:.1f} ({tc / to:.2f}) | {tdet:.1f} | "
+              f"{td:.1f} ({tc / td:.2f}) | {t8:.1f} ({tc / t8:.2f})")
+    return rows
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else "check"
+    if cmd == "build":
+        build(*(sys.argv[2:3]))
+    elif cmd == "check":
+        sys.exit(0 if check(load()) else 1)
+    elif cmd == "sanitize":
+        sys.exit(0 if sanitize(load()) else 1)
+    elif cmd == "time":
+        time_all(load(), "--peer" in sys.argv, load("conv_bwd_shim_cl8"), load("conv_bwd_shim_rows4"))
+    else:
+        sys.exit(__doc__)

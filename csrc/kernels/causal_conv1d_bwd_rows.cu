@@ -1,0 +1,374 @@
+// Causal depthwise conv1d backward, "rows" kernel: dense [B, D, L] x, dout and dx whose rows start on a
+// 16-byte boundary (L a multiple of the elements in 16 bytes), no seq_idx. CUDA and HIP.
+//
+// A warp tile is kTileVecs consecutive 16-byte vectors of one row (lane l: vectors l, l + 32, ...),
+// as in the forward's rows kernel. Per tile:
+//   1. every load is issued first: x and dout vectors, the x words just before the tile (the halo of
+//      its first vector; initial states or zeros before the row start) and, for the first lanes, the
+//      vector just after the tile with its halo (their dpre is the lookahead of the tile's last dx);
+//   2. ascending over the lane's vectors: the x halo comes from the previous lane by warp shuffle,
+//      pre and dpre are recomputed, dpre stays in registers, dweight/dbias sums accumulate;
+//   3. descending: the width-1 dpre values after a vector come from the next lanes by warp shuffle
+//      (the last lanes take them from the next vector step, or from the vector after the tile), and
+//      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
+// The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
+#include <cstdint>
+
+#include "causal_conv1d_bwd.h"
+#include "causal_conv1d_common.cuh"
+#include "causal_conv1d_params.h"
+#include "dtype_traits.cuh"
+#include "port.h"
+#include "vec.cuh"
+
+namespace aiter_lite {
+namespace conv1d {
+namespace {
+
+// Vectors per lane on large problems (1 on small ones). AITER_LITE_BWD_ROWS_VECS=4 builds the 4-vector
+// form for A/B timing (bench/conv_bwd).
+#ifdef AITER_LITE_BWD_ROWS_VECS
+constexpr int kRowsLargeVecs = AITER_LITE_BWD_ROWS_VECS;
+#else
+constexpr int kRowsLargeVecs = 2;
+#endif
+
+template <typename T_, int kWidth_, int kVecs_>
+struct BwdRowsTraits {
+  using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kHalo = kWidth - 1;
+  static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
+  static constexpr int kThreads = 128;
+  // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for wider filters so that their windows do
+  // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
+  static constexpr int kMinBlocks = kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5));
+  static constexpr int kWarps = kThreads / kWarpSize;
+  static constexpr int kNElts = kVecElts<T>;
+  static constexpr int kVecs = kVecs_;
+  static constexpr int kTileVecs = kWarpSize * kVecs;
+  static constexpr int kEltsPerWord = 4 / static_cast<int>(sizeof(T));
+  // 32-bit words just before a vector that hold its x halo.
+  static constexpr int kHaloWords = (kHalo + kEltsPerWord - 1) / kEltsPerWord;
+  static constexpr int kHaloWordsAlloc = kHaloWords > 0 ? kHaloWords : 1;
+  // Lanes after a vector that hold its dpre lookahead (kHalo elements).
+  static constexpr int kAheadLanes = (kHalo + kNElts - 1) / kNElts;
+  using vec_t = Vec<T, kNElts>;
+  static_assert(sizeof(vec_t) == 16, "rows kernel moves 16-byte vectors");
+  static_assert((kHaloWords + 3) / 4 < kWarpSize && kAheadLanes < kWarpSize, "halos come from nearby lanes");
+};
+
+struct BwdRowsArgs {
+  const void* x;
+  const void* dout;
+  void* dx;
+  WeightArgs w;
+  BwdStateArgs st;
+  BwdPartials partials;
+  int64_t seqlen;
+  int32_t row_vecs;         // L / kNElts
+  uint32_t n_tiles;         // rows * tiles_per_row < 2^31
+  uint32_t tiles_per_row;
+  FastDivmod32 div_tiles_per_row, div_dim;
+  bool silu;
+};
+
+// x[e - kHalo .. e + kNElts) as fp32 from the halo words before the vector and the vector itself.
+template <typename Ktraits>
+__device__ __forceinline__ void window_from_words(float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
+                                                  const uint32_t (&halo_words)[Ktraits::kHaloWordsAlloc],
+                                                  const typename Ktraits::vec_t& xv) {
+  using T = typename Ktraits::T;
+  constexpr int kEltsPerWord = Ktraits::kEltsPerWord;
+#pragma unroll
+  for (int i = 0; i < Ktraits::kHalo; ++i) {
+    const int m = Ktraits::kHaloWords * kEltsPerWord - Ktraits::kHalo + i;
+    xs[i] = to_float(word_elt<T>(halo_words[m / kEltsPerWord], m % kEltsPerWord));
+  }
+#pragma unroll
+  for (int i = 0; i < Ktraits::kNElts; ++i) xs[Ktraits::kHalo + i] = to_float(xv.elt[i]);
+}
+
+// dp[i] for the first kCount elements of the vector.
+template <typename Ktraits, int kCount = Ktraits::kNElts>
+__device__ __forceinline__ void dpre_of_vector(float (&dp)[Ktraits::kNElts],
+                                               const float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
+                                               const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
+                                               float bias, bool silu) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) {
+    float pre = bias;
+#pragma unroll
+    for (int j = 0; j < Ktraits::kWidth; ++j) pre = fmaf(w[j], xs[i + j], pre);
+    dp[i] = act_grad(pre, to_float(gv.elt[i]), silu);
+  }
+}
+
+template <typename Ktraits>
+__global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
+    causal_conv1d_bwd_rows_kernel(const BwdRowsArgs a) {
+  using T = typename Ktraits::T;
+  using vec_t = typename Ktraits::vec_t;
+  constexpr int kW = Ktraits::kWidth;
+  constexpr int kHalo = Ktraits::kHalo;
+  constexpr int kHaloAlloc = Ktraits::kHaloAlloc;
+  constexpr int kNElts = Ktraits::kNElts;
+  constexpr int kVecs = Ktraits::kVecs;
+  constexpr int kHaloWords = Ktraits::kHaloWords;
+  constexpr int kHaloWordsAlloc = Ktraits::kHaloWordsAlloc;
+
+  const int lane = lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t L = a.seqlen;
+
+  for (uint32_t tile = blockIdx.x * Ktraits::kWarps + warp; tile < a.n_tiles; tile += gridDim.x * Ktraits::kWarps) {
+    uint32_t seg;
+    const uint32_t row = a.div_tiles_per_row.divmod(seg, tile);
+    uint32_t d;
+    const uint32_t b = a.div_dim.divmod(d, row);
+    const int64_t row_off = static_cast<int64_t>(row) * L;
+    const T* __restrict__ xr = static_cast<const T*>(a.x) + row_off;
+    const T* __restrict__ gr = static_cast<const T*>(a.dout) + row_off;
+    const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
+    const int v0 = static_cast<int>(seg) * Ktraits::kTileVecs + lane;
+
+    // 1. loads
+    vec_t xv[kVecs], gv[kVecs];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int v = v0 + k * kWarpSize;
+      if (v < a.row_vecs) {
+        xv[k].load(xr + static_cast<int64_t>(v) * kNElts);
+        gv[k].load(gr + static_cast<int64_t>(v) * kNElts);
+      } else {
+        xv[k].set_zero();
+        gv[k].set_zero();
+      }
+    }
+    uint32_t first_halo[kHaloWordsAlloc];
+#pragma unroll
+    for (int h = 1; h <= kHaloWords; ++h) {
+      const int wi = v0 * 4 - h;
+      first_halo[h - 1] = (lane < (h + 3) / 4 && wi >= 0) ? xr_words[wi] : 0u;
+    }
+    // The vector after the tile (lanes < kAheadLanes) and its halo words.
+    const int v_next = v0 + kVecs * kWarpSize;
+    const bool has_next = lane < Ktraits::kAheadLanes && v_next < a.row_vecs;
+    vec_t xn, gn;
+    uint32_t next_halo[kHaloWordsAlloc];
+    if (has_next) {
+      xn.load(xr + static_cast<int64_t>(v_next) * kNElts);
+      gn.load(gr + static_cast<int64_t>(v_next) * kNElts);
+#pragma unroll
+      for (int h = 1; h <= kHaloWords; ++h) next_halo[kHaloWords - h] = xr_words[v_next * 4 - h];
+    } else {
+      xn.set_zero();
+      gn.set_zero();
+#pragma unroll
+      for (int h = 0; h < kHaloWordsAlloc; ++h) next_halo[h] = 0u;
+    }
+    // Initial states: x at the negative positions of the halo of the row's first vectors (lane 0, and the
+    // next lanes too when the halo is longer than a vector: fp32 with W >= 6).
+    const int64_t e0 = static_cast<int64_t>(v0) * kNElts;
+    const bool near_start = e0 < kHalo;
+    float init_x[kHaloAlloc];
+#pragma unroll
+    for (int i = 0; i < kHaloAlloc; ++i) init_x[i] = 0.f;
+    if (near_start && a.st.init != nullptr) {
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i)
+        if (e0 + i < kHalo)
+          init_x[i] = load_state<T>(a.st.init, b, d, e0 + i, a.st.init_batch_stride, a.st.init_dim_stride,
+                                    a.st.init_seq_stride);
+    }
+    float w2[1][kW];
+    float bias2[1];
+    load_weight_block<1, kW>(w2, bias2, a.w, d);
+    const float(&w)[kW] = w2[0];
+    const float bias = bias2[0];
+
+    // 2. ascending: dpre of every vector, dweight/dbias sums
+    float dp[kVecs][kNElts];
+    float acc[kW + 1];
+#pragma unroll
+    for (int j = 0; j <= kW; ++j) acc[j] = 0.f;
+    uint32_t prev_shfl[kHaloWordsAlloc] = {};
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      uint32_t halo_words[kHaloWordsAlloc];
+#pragma unroll
+      for (int h = 1; h <= kHaloWords; ++h) {
+        const int p = (h + 3) / 4;
+        const uint32_t s = warp_shfl(xv[k].word(3 - (h - 1) % 4), (lane - p) & (kWarpSize - 1));
+        halo_words[kHaloWords - h] = lane >= p ? s : (k == 0 ? first_halo[h - 1] : prev_shfl[h - 1]);
+        prev_shfl[h - 1] = s;
+      }
+      float xs[kHalo + kNElts];
+      window_from_words<Ktraits>(xs, halo_words, xv[k]);
+      if (k == 0 && near_start) {
+#pragma unroll
+        for (int i = 0; i < kHalo; ++i)
+          if (e0 + i < kHalo) xs[i] = init_x[i];
+      }
+      dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i) {
+#pragma unroll
+        for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp[k][i], xs[i + j], acc[j]);
+        acc[kW] += dp[k][i];
+      }
+    }
+    // dpre of the vector after the tile: only its first kHalo elements are ever read.
+    constexpr int kNextElts = kHalo < kNElts ? kHalo : kNElts;
+    float dp_next[kNElts] = {};
+    if (kNextElts > 0) {
+      float xs[kHalo + kNElts];
+      window_from_words<Ktraits>(xs, next_halo, xn);
+      dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
+      if (!has_next) {
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i) dp_next[i] = 0.f;
+      }
+    }
+
+    // 3. descending: dx. ahead[m] = dpre at kNElts + m after this vector's start, from lane + q.
+    float prev_ahead[kHaloAlloc];
+#pragma unroll
+    for (int m = 0; m < kHalo; ++m) {
+      const int q = 1 + m / kNElts;
+      prev_ahead[m] = __uint_as_float(warp_shfl(__float_as_uint(dp_next[m % kNElts]), (lane + q) & (kWarpSize - 1)));
+    }
+    T* __restrict__ dxr = a.dx != nullptr ? static_cast<T*>(a.dx) + row_off : nullptr;
+#pragma unroll
+    for (int k = kVecs - 1; k >= 0; --k) {
+      float dpw[kNElts + kHalo];  // dpre at this vector's positions and the kHalo after
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i) dpw[i] = dp[k][i];
+#pragma unroll
+      for (int m = 0; m < kHalo; ++m) {
+        const int q = 1 + m / kNElts;
+        const float s = __uint_as_float(warp_shfl(__float_as_uint(dp[k][m % kNElts]), (lane + q) & (kWarpSize - 1)));
+        dpw[kNElts + m] = lane + q < kWarpSize ? s : prev_ahead[m];
+        prev_ahead[m] = s;
+      }
+      const int v = v0 + k * kWarpSize;
+      const int64_t e = static_cast<int64_t>(v) * kNElts;
+      float g[kNElts];
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i) {
+        float acc_x = 0.f;
+#pragma unroll
+        for (int j = 0; j < kW; ++j) acc_x = fmaf(w[j], dpw[i + kHalo - j], acc_x);
+        g[i] = acc_x;
+      }
+      if (a.st.dfinal != nullptr && e + kNElts > L - kHalo && v < a.row_vecs) {
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i)
+          if (e + i >= L - kHalo)
+            g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
+                                  a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
+      }
+      if (dxr != nullptr && v < a.row_vecs) {
+        vec_t out;
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+        out.store(dxr + e);
+      }
+      if (k == 0 && v0 == 0 && a.st.dinit != nullptr) {
+        // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here).
+#pragma unroll
+        for (int kk = 0; kk < kHalo; ++kk) {
+          float acc_i = 0.f;
+#pragma unroll
+          for (int j = 0; j <= kk; ++j) acc_i = fmaf(w[j], dpw[kk - j], acc_i);
+          static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
+                                      kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
+        }
+      }
+    }
+
+    if (a.partials.rows != nullptr) {
+      float* prow = a.partials.rows + (static_cast<int64_t>(b) * a.tiles_per_row + seg) * a.partials.cols +
+                    static_cast<int64_t>(d) * (kW + 1);
+#pragma unroll
+      for (int j = 0; j <= kW; ++j) {
+        const float s = warp_sum(acc[j]);
+        if (lane == j % kWarpSize) prow[j] = s;
+      }
+    }
+  }
+}
+
+template <typename T, int kW, int kVecs>
+void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const BwdPartials& partials,
+                     gpuStream_t stream) {
+  using Ktraits = BwdRowsTraits<T, kW, kVecs>;
+  BwdRowsArgs a{};
+  a.x = p.x;
+  a.dout = p.dout;
+  a.dx = p.dx;
+  a.w = w;
+  a.st = make_state_args(p);
+  a.partials = partials;
+  a.seqlen = p.seqlen;
+  a.row_vecs = static_cast<int32_t>(p.seqlen / Ktraits::kNElts);
+  const int64_t tiles_per_row = (a.row_vecs + Ktraits::kTileVecs - 1) / Ktraits::kTileVecs;
+  const int64_t n_tiles = p.batch * p.dim * tiles_per_row;  // < 2^31: bwd_rows_plan checked
+  a.n_tiles = static_cast<uint32_t>(n_tiles);
+  a.tiles_per_row = static_cast<uint32_t>(tiles_per_row);
+  a.div_tiles_per_row = FastDivmod32(tiles_per_row);
+  a.div_dim = FastDivmod32(p.dim);
+  a.silu = p.silu;
+  const int64_t blocks = (n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps;
+  causal_conv1d_bwd_rows_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+bool dense_rows(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
+  return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L);
+}
+
+}  // namespace
+
+BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
+  BwdRowsPlan plan{};
+  const int64_t B = p.batch, D = p.dim, L = p.seqlen;
+  const int64_t n_elts = kVecBytes / dtype_size(p.x_dtype);
+  if (p.width > kMaxTemplateWidth || p.seq_idx != nullptr || L % n_elts != 0 || L < 2 * p.width ||
+      L / n_elts > INT32_MAX / 4)
+    return plan;
+  const bool dense = dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
+                     dense_rows(p.dout_batch_stride, p.dout_dim_stride, p.dout_seq_stride, B, D, L) &&
+                     (p.dx == nullptr || dense_rows(p.dx_batch_stride, p.dx_dim_stride, p.dx_seq_stride, B, D, L)) &&
+                     is_aligned(p.x, 16) && is_aligned(p.dout, 16) && is_aligned(p.dx, 16);
+  if (!dense) return plan;
+  const int64_t row_vecs = L / n_elts;
+  if (B * D * ((row_vecs + kWarpSize - 1) / kWarpSize) > INT32_MAX) return plan;  // 32-bit tile indices
+  auto efficiency = [&](int64_t tile_vecs) {
+    return static_cast<double>(row_vecs) / static_cast<double>(((row_vecs + tile_vecs - 1) / tile_vecs) * tile_vecs);
+  };
+  // Two vectors per lane once one-vector warps would not all fit on a large GPU at once (132 SMs x
+  // 32 warps), as in the forward's rows plan.
+  constexpr int64_t kLargeVecs = int64_t{132} * 32 * kWarpSize;
+  const int64_t total_vecs = B * D * row_vecs;
+  if (total_vecs >= kLargeVecs && efficiency(kRowsLargeVecs * kWarpSize) >= 0.75) plan.vecs_per_lane = kRowsLargeVecs;
+  else if (efficiency(kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
+  if (plan.vecs_per_lane > 0) {
+    const int64_t tile_vecs = int64_t{plan.vecs_per_lane} * kWarpSize;
+    plan.partial_rows = B * ((row_vecs + tile_vecs - 1) / tile_vecs);
+  }
+  return plan;
+}
+
+void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
+                  const BwdPartials& partials, gpuStream_t stream) {
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs>(p, w, partials, stream);
+      else bwd_rows_launch<scalar_t, kW, 1>(p, w, partials, stream);
+    });
+  });
+}
+
+}  // namespace conv1d
+}  // namespace aiter_lite
