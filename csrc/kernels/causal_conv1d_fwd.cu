@@ -31,6 +31,7 @@
 #include <string>
 
 #include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_features.h"
 #include "causal_conv1d_fwd_rows.h"
 #include "causal_conv1d_params.h"
 #include "dtype_traits.cuh"
@@ -334,10 +335,6 @@ void fwd_flat_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStr
 // ---------------------------------------------------------------------------------------------
 // channel_last: dim stride 1
 
-// Bytes of channels per thread. 16-byte groups held 8 fp16 channels' weights and window in 124
-// registers (21% occupancy, 2.3-2.7 TB/s on the H100); 8-byte groups halve that.
-constexpr int kChannelLastVecBytes = 8;
-
 template <typename T_, int kWidth_, int kV_>
 struct FwdChannelLastTraits {
   using T = T_;
@@ -464,28 +461,10 @@ int64_t channel_last_resident_threads() {
   });
 }
 
-// Time steps per work item. Each item is one thread's walk along t, so the items should fill whole
-// rounds of resident threads: with a fixed chunk length, 8x5120x2048 fp16 made 3.2 rounds on an H100
-// and the last fifth of a round ran on a fifth of the GPU. So: the fewest rounds whose slots the
-// items fill to >= 80%, with chunks of at least kMinChunk steps (each re-reads a halo). Problems too
-// small for that take chunks of up to kMaxChunk steps sized to make about kTargetThreads items.
 template <class Ktraits>
 int64_t channel_last_chunk_len(int64_t batch, int64_t seqlen, int64_t n_groups) {
-  constexpr int64_t kU = Ktraits::kUnroll;
-  const int64_t rows = batch * n_groups;  // items per time chunk
-  const int64_t resident = channel_last_resident_threads<Ktraits>();
-  for (int64_t rounds = 1; rounds <= 8; ++rounds) {
-    const int64_t chunks = rounds * resident / rows;  // per sequence, to fit in `rounds` rounds
-    if (chunks < 1) continue;
-    const int64_t len = ((seqlen + chunks - 1) / chunks + kU - 1) / kU * kU;
-    if (len < Ktraits::kMinChunk) break;  // more rounds only make the chunks shorter
-    const int64_t items = rows * ((seqlen + len - 1) / len);
-    if (items * 5 >= rounds * resident * 4) return len;
-  }
-  const int64_t steps = rows * seqlen;
-  const int64_t per_thread = (steps + Ktraits::kTargetThreads - 1) / Ktraits::kTargetThreads;
-  const int64_t unrolls = std::min<int64_t>((per_thread + kU - 1) / kU, Ktraits::kMaxChunk / kU);
-  return std::max<int64_t>(unrolls, 1) * kU;
+  return plan_time_chunk_len(batch * n_groups, seqlen, channel_last_resident_threads<Ktraits>(), Ktraits::kUnroll,
+                             Ktraits::kMinChunk, Ktraits::kMaxChunk, Ktraits::kTargetThreads);
 }
 
 template <typename T, int kW, int kV>
@@ -707,10 +686,6 @@ bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t 
   return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L);
 }
 
-// Every kV-channel group of a dim-stride-1 tensor starts on a kChannelLastVecBytes boundary.
-bool channel_vectors_aligned(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_t D, int64_t L, int kV) {
-  return is_aligned(ptr, kChannelLastVecBytes) && D % kV == 0 && (B == 1 || bs % kV == 0) && (L == 1 || ss % kV == 0);
-}
 
 constexpr int64_t kTinyElts = 32768;  // B * D * L at most: the naive kernel's regime (auto only)
 
@@ -754,11 +729,18 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
     throw std::invalid_argument("aiter_lite causal_conv1d_fwd: negative size");
   if (!is_valid_dtype(p.x_dtype) || !is_valid_dtype(p.w_dtype))
     throw std::invalid_argument("aiter_lite causal_conv1d_fwd: unsupported dtype");
+  const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
+  if (fwd_has_features(p)) {  // states or packed sequences: their own kernels (a final state needs no x)
+    if (p.batch == 0 || p.dim == 0) return;
+    if (p.weight == nullptr || (p.seqlen > 0 && (p.x == nullptr || p.out == nullptr)))
+      throw std::invalid_argument("aiter_lite causal_conv1d_fwd: null tensor pointer");
+    return fwd_features_run(p, make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
+                                                p.bias_stride, p.w_dtype), stream);
+  }
   if (p.batch == 0 || p.dim == 0 || p.seqlen == 0) return;
   if (p.x == nullptr || p.out == nullptr || p.weight == nullptr)
     throw std::invalid_argument("aiter_lite causal_conv1d_fwd: null tensor pointer");
 
-  const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
   const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
                                         p.bias_stride, p.w_dtype);
   FwdRowsPlan rows{};

@@ -1,0 +1,443 @@
+// Causal depthwise conv1d forward with states and packed sequences (the fields of CausalConv1dFwdParams
+// after `variant`; their meaning is defined in causal_conv1d_params.h). CUDA and HIP.
+//
+// A "sequence" is what one window may read: a batch row (plain or with initial states), a run of equal
+// seq_idx inside a row, or in varlen mode positions cu_seqlens[b] .. cu_seqlens[b+1]-1 of the one packed
+// row. Before its first position a sequence reads its initial state (or zeros).
+//
+// Kernels:
+//   channel_last  x and out with dim stride 1: a thread owns one 8-byte group of channels (or one channel)
+//                 over a chunk of time steps and keeps the last W-1 inputs in registers, as the plain
+//                 channel-last kernel does; at a sequence start the window is reset to that sequence's
+//                 initial state or to zeros. In varlen mode a chunk finds its first sequence by binary
+//                 search over cu_seqlens, then follows the boundaries it walks over.
+//   per_output    any strides, any width: one thread per output (consecutive threads take consecutive
+//                 time steps, so rows with seq stride 1 are read coalesced); the taps before the
+//                 sequence start read the initial state.
+//   finalize      the final states, one thread per (row, channel), in a second launch: every read of an
+//                 initial state (by the first launch, and by this one for sequences shorter than the
+//                 state) happens before any write, so final_states may alias initial_states (a state pool
+//                 updated in place, same strides). Within a thread the entries are written in increasing
+//                 order: entry k reads initial-state entry L_b + k >= k, not yet overwritten.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+
+#include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_features.h"
+#include "causal_conv1d_params.h"
+#include "dtype_traits.cuh"
+#include "per_device.h"
+#include "port.h"
+#include "vec.cuh"
+
+namespace aiter_lite {
+namespace conv1d {
+namespace {
+
+struct FwdFeatureArgs {
+  const void* x;
+  void* out;
+  WeightArgs w;
+  int64_t batch, dim, seqlen, width;
+  int64_t rows;  // rows of x: batch, or 1 in varlen mode
+  int64_t x_batch_stride, x_dim_stride, x_seq_stride;
+  int64_t out_batch_stride, out_dim_stride, out_seq_stride;
+  const void* init;
+  void* final_states;
+  int64_t init_batch_stride, init_dim_stride, init_seq_stride;
+  int64_t final_batch_stride, final_dim_stride, final_seq_stride;
+  const int32_t* seq_idx;
+  int64_t seq_idx_batch_stride, seq_idx_seq_stride;
+  const int32_t* cu_seqlens;
+  const int32_t* state_indices;
+  const bool* has_initial_state;
+  int32_t pad_slot_id;
+  int64_t state_len, state_rows;
+  bool silu;
+};
+
+// One sequence: its positions [start, end) in its row, its state slot, whether it runs at all (a padded
+// slot does not) and whether it reads an initial state.
+struct Sequence {
+  int64_t start, end, slot;
+  bool active, has_init;
+};
+
+__device__ __forceinline__ void set_slot(const FwdFeatureArgs& a, int64_t b, Sequence& s) {
+  if (a.state_indices != nullptr) {
+    s.slot = a.state_indices[b];
+    s.active = s.slot != a.pad_slot_id && s.slot >= 0 && s.slot < a.state_rows;
+  } else {
+    s.slot = b;
+    s.active = true;
+  }
+  s.has_init = s.active && a.init != nullptr && (a.has_initial_state == nullptr || a.has_initial_state[b]);
+}
+
+// Varlen mode: the last b < batch with cu_seqlens[b] <= t (t < cu_seqlens[batch]).
+__device__ __forceinline__ int64_t find_sequence(const int32_t* __restrict__ cu, int64_t batch, int64_t t) {
+  int64_t lo = 0, hi = batch - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) >> 1;
+    if (cu[mid] <= t) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+// Sequence b of varlen mode, or row b's sequence otherwise.
+__device__ __forceinline__ Sequence sequence_at(const FwdFeatureArgs& a, int64_t b) {
+  Sequence s;
+  if (a.cu_seqlens != nullptr) {
+    s.start = a.cu_seqlens[b];
+    s.end = a.cu_seqlens[b + 1];
+  } else {
+    s.start = 0;
+    s.end = a.seqlen;
+  }
+  set_slot(a, b, s);
+  return s;
+}
+
+__device__ __forceinline__ int32_t seq_id(const FwdFeatureArgs& a, int64_t r, int64_t t) {
+  return a.seq_idx[r * a.seq_idx_batch_stride + t * a.seq_idx_seq_stride];
+}
+
+// Initial-state entry k (of state_len) of channel d in slot `slot`.
+template <typename T>
+__device__ __forceinline__ float init_at(const FwdFeatureArgs& a, int64_t slot, int64_t d, int64_t k) {
+  return to_float(static_cast<const T*>(a.init)[slot * a.init_batch_stride + d * a.init_dim_stride +
+                                                  k * a.init_seq_stride]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// channel_last
+
+template <typename T_, int kWidth_, int kV_>
+struct FeatChannelLastTraits {
+  using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kHalo = kWidth - 1;
+  static constexpr int kV = kV_;
+  static constexpr int kThreads = 128;
+  // Bounds that ptxas 13.0 (sm_90a) meets without spilling: 96 registers for W <= 4 (the plain kernel's
+  // 80 spilled here: the sequence state takes ~16), 128 for W = 5..7, 168 for 16-bit W = 8.
+  static constexpr int kMinBlocks = kV == 1 ? 4 : (kWidth <= 4 ? 5 : (kWidth == 8 && sizeof(T) == 2 ? 3 : 4));
+  static constexpr int kUnroll = 4;
+  static constexpr int kMinChunk = 8;
+  static constexpr int kMaxChunk = 64;
+  static constexpr int64_t kTargetThreads = int64_t{1} << 17;
+  using vec_t = Vec<T, kV>;
+};
+
+struct FeatChannelLastPlan {
+  int64_t n_groups, n_chunks, n_items, chunk_len;
+  FastDivmod div_groups, div_chunks;
+};
+
+// Work item (row, chunk, group), group fastest.
+template <typename Ktraits>
+__global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
+    causal_conv1d_fwd_features_channel_last_kernel(const FwdFeatureArgs a, const FeatChannelLastPlan plan) {
+  using T = typename Ktraits::T;
+  using vec_t = typename Ktraits::vec_t;
+  constexpr int kW = Ktraits::kWidth;
+  constexpr int kHalo = Ktraits::kHalo;
+  constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
+  constexpr int kV = Ktraits::kV;
+  constexpr int kUnroll = Ktraits::kUnroll;
+  const bool varlen = a.cu_seqlens != nullptr;
+  const bool use_seq_idx = a.seq_idx != nullptr;
+
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * Ktraits::kThreads + threadIdx.x; item < plan.n_items;
+       item += static_cast<int64_t>(gridDim.x) * Ktraits::kThreads) {
+    int64_t g, chunk;
+    const int64_t rest = plan.div_groups.divmod(g, item);
+    const int64_t r = plan.div_chunks.divmod(chunk, rest);
+    const int64_t d0 = g * kV;
+    const int64_t t0 = chunk * plan.chunk_len;
+    const int64_t t_end = t0 + plan.chunk_len < a.seqlen ? t0 + plan.chunk_len : a.seqlen;
+    const T* __restrict__ xp = static_cast<const T*>(a.x) + r * a.x_batch_stride + d0 * a.x_dim_stride;
+    T* __restrict__ op = static_cast<T*>(a.out) + r * a.out_batch_stride + d0 * a.out_dim_stride;
+
+    if (varlen && t0 >= a.cu_seqlens[a.batch]) continue;  // positions after the last sequence: not written
+    int64_t b = varlen ? find_sequence(a.cu_seqlens, a.batch, t0) : r;
+    Sequence s = sequence_at(a, b);
+    int32_t cur_id = 0;
+    if (use_seq_idx) {
+      cur_id = seq_id(a, r, t0);
+      if (seq_id(a, r, 0) != cur_id) s.has_init = false;  // initial states continue the first run only
+    }
+    float w[kV][kW];
+    float bias[kV];
+    load_weight_block<kV, kW>(w, bias, a.w, d0);
+
+    // The chunk is walked in pieces that lie in one sequence of varlen mode (one piece otherwise), so
+    // the unrolled walk has no boundary to check; a piece starts with the window its sequence gives.
+    for (int64_t t1 = t0; t1 < t_end;) {
+      const int64_t t2 = s.end < t_end ? s.end : t_end;
+      vec_t xv[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (t1 + u < t2) xv[u].load(xp + (t1 + u) * a.x_seq_stride);
+      // win[i] = input at position t - kHalo + i for the next output t, under the sequence rules.
+      float win[kHaloAlloc][kV];
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i) {
+        const int64_t pos = t1 - kHalo + i;
+        if (pos >= s.start && (!use_seq_idx || seq_id(a, r, pos) == cur_id)) {
+          vec_t h;
+          h.load(xp + pos * a.x_seq_stride);
+#pragma unroll
+          for (int c = 0; c < kV; ++c) win[i][c] = to_float(h.elt[c]);
+        } else {
+#pragma unroll
+          for (int c = 0; c < kV; ++c)
+            win[i][c] = (pos < s.start && s.has_init) ? init_at<T>(a, s.slot, d0 + c, a.state_len - (s.start - pos))
+                                                      : 0.f;
+        }
+      }
+
+      for (int64_t t = t1; t < t2; t += kUnroll) {
+        vec_t xn[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+          if (t + kUnroll + u < t2) xn[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (t + u < t2) {
+            const int32_t id = use_seq_idx ? seq_id(a, r, t + u) : 0;  // same address across the warp
+            if (id != cur_id) {  // a new run of seq_idx starts from zeros
+              cur_id = id;
+#pragma unroll
+              for (int i = 0; i < kHalo; ++i)
+#pragma unroll
+                for (int c = 0; c < kV; ++c) win[i][c] = 0.f;
+            }
+            float cur[kV];
+            vec_t yv;
+#pragma unroll
+            for (int c = 0; c < kV; ++c) {
+              cur[c] = to_float(xv[u].elt[c]);
+              float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
+#pragma unroll
+              for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], win[j][c], acc);
+              yv.elt[c] = from_float<T>(activate(acc, a.silu));
+            }
+            if (s.active) yv.store(op + (t + u) * a.out_seq_stride);
+#pragma unroll
+            for (int c = 0; c < kV; ++c) {
+#pragma unroll
+              for (int j = 0; j + 1 < kHalo; ++j) win[j][c] = win[j + 1][c];
+              if (kHalo > 0) win[kHaloAlloc - 1][c] = cur[c];
+            }
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) xv[u] = xn[u];
+      }
+      t1 = t2;
+      if (t1 < t_end) {  // varlen: the next non-empty sequence starts at t1 (if any)
+        do { ++b; } while (b < a.batch && a.cu_seqlens[b + 1] <= t1);
+        if (b >= a.batch) break;
+        s = sequence_at(a, b);
+      }
+    }
+  }
+}
+
+template <class Ktraits>
+int64_t features_channel_last_resident_threads() {
+  static std::atomic<int64_t> cache[kMaxCachedDevices] = {};
+  return per_device(cache, [](int dev) {
+    return resident_blocks_on(dev, causal_conv1d_fwd_features_channel_last_kernel<Ktraits>, Ktraits::kThreads, 0) *
+           Ktraits::kThreads;
+  });
+}
+
+template <typename T, int kW, int kV>
+void features_channel_last_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
+  using Ktraits = FeatChannelLastTraits<T, kW, kV>;
+  FeatChannelLastPlan plan{};
+  plan.n_groups = a.dim / kV;
+  plan.chunk_len = plan_time_chunk_len(a.rows * plan.n_groups, a.seqlen, features_channel_last_resident_threads<Ktraits>(),
+                                       Ktraits::kUnroll, Ktraits::kMinChunk, Ktraits::kMaxChunk, Ktraits::kTargetThreads);
+  plan.n_chunks = (a.seqlen + plan.chunk_len - 1) / plan.chunk_len;
+  plan.n_items = a.rows * plan.n_chunks * plan.n_groups;
+  plan.div_groups = FastDivmod(plan.n_groups);
+  plan.div_chunks = FastDivmod(plan.n_chunks);
+  const int64_t blocks = std::min((plan.n_items + Ktraits::kThreads - 1) / Ktraits::kThreads, kMaxGridX);
+  causal_conv1d_fwd_features_channel_last_kernel<Ktraits>
+      <<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a, plan);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// per_output: any strides; kW = 0 reads the width at run time
+
+constexpr int kPerOutputThreads = 256;
+
+template <typename T, int kW>
+__global__ void __launch_bounds__(kPerOutputThreads)
+    causal_conv1d_fwd_features_per_output_kernel(const FwdFeatureArgs a, const FastDivmod div_seqlen,
+                                                 const FastDivmod div_dim) {
+  const int64_t n = a.rows * a.dim * a.seqlen;
+  const int64_t width = kW > 0 ? kW : a.width;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kPerOutputThreads + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kPerOutputThreads) {
+    int64_t t, d;
+    const int64_t rd = div_seqlen.divmod(t, i);
+    const int64_t r = div_dim.divmod(d, rd);
+    if (a.cu_seqlens != nullptr && t >= a.cu_seqlens[a.batch]) continue;  // after the last sequence
+    const int64_t b = a.cu_seqlens != nullptr ? find_sequence(a.cu_seqlens, a.batch, t) : r;
+    Sequence s = sequence_at(a, b);
+    if (!s.active) continue;
+    int32_t id = 0;
+    if (a.seq_idx != nullptr) {
+      id = seq_id(a, r, t);
+      if (seq_id(a, r, 0) != id) s.has_init = false;
+    }
+    const T* __restrict__ xp = static_cast<const T*>(a.x) + r * a.x_batch_stride + d * a.x_dim_stride;
+    float acc = a.w.bias == nullptr ? 0.f : load_as_float(a.w.bias, a.w.dtype, d * a.w.bias_stride);
+#pragma unroll
+    for (int64_t j = 0; j < (kW > 0 ? kW : width); ++j) {
+      const int64_t pos = t - (width - 1) + j;
+      float v = 0.f;
+      if (pos >= s.start) {
+        if (a.seq_idx == nullptr || seq_id(a, r, pos) == id) v = to_float(xp[pos * a.x_seq_stride]);
+      } else if (s.has_init) {
+        v = init_at<T>(a, s.slot, d, a.state_len - (s.start - pos));
+      }
+      const float wj = load_as_float(a.w.weight, a.w.dtype, d * a.w.dim_stride + j * a.w.width_stride);
+      acc = fmaf(wj, v, acc);
+    }
+    static_cast<T*>(a.out)[r * a.out_batch_stride + d * a.out_dim_stride + t * a.out_seq_stride] =
+        from_float<T>(activate(acc, a.silu));
+  }
+}
+
+template <typename T, int kW>
+void features_per_output_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
+  const int64_t n = a.rows * a.dim * a.seqlen;
+  const int64_t blocks = std::min((n + kPerOutputThreads - 1) / kPerOutputThreads, kMaxGridX);
+  causal_conv1d_fwd_features_per_output_kernel<T, kW><<<static_cast<unsigned>(blocks), kPerOutputThreads, 0, stream>>>(
+      a, FastDivmod(a.seqlen), FastDivmod(a.dim));
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// finalize: final_states[slot(b), d, k] = the last state_len entries of cat(initial window, sequence)
+
+constexpr int kFinalizeThreads = 256;
+
+template <typename T>
+__global__ void __launch_bounds__(kFinalizeThreads) causal_conv1d_fwd_final_states_kernel(const FwdFeatureArgs a) {
+  const int64_t n = a.batch * a.dim;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kFinalizeThreads + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kFinalizeThreads) {
+    const int64_t b = i / a.dim;
+    const int64_t d = i - b * a.dim;
+    Sequence s = sequence_at(a, b);
+    if (!s.active) continue;
+    const int64_t r = a.cu_seqlens != nullptr ? 0 : b;
+    int32_t last_id = 0;
+    if (a.seq_idx != nullptr && a.seqlen > 0) {  // the row's last run; the initial window only if it is the first
+      last_id = seq_id(a, r, a.seqlen - 1);
+      if (seq_id(a, r, 0) != last_id) s.has_init = false;
+    }
+    const T* __restrict__ xp = static_cast<const T*>(a.x) + r * a.x_batch_stride + d * a.x_dim_stride;
+    const T* __restrict__ ip =
+        s.has_init ? static_cast<const T*>(a.init) + s.slot * a.init_batch_stride + d * a.init_dim_stride : nullptr;
+    T* __restrict__ fp = static_cast<T*>(a.final_states) + s.slot * a.final_batch_stride + d * a.final_dim_stride;
+    const int64_t len = s.end - s.start;
+    const T zero = from_float<T>(0.f);
+    for (int64_t k = 0; k < a.state_len; ++k) {
+      const int64_t c = len - a.state_len + k;  // position inside the sequence
+      T v = zero;
+      if (c >= 0) {
+        const int64_t pos = s.start + c;
+        if (a.seq_idx == nullptr || seq_id(a, r, pos) == last_id) v = xp[pos * a.x_seq_stride];
+      } else if (c >= -(a.width - 1) && s.has_init) {
+        v = ip[(a.state_len + c) * a.init_seq_stride];
+      }
+      fp[k * a.final_seq_stride] = v;
+    }
+  }
+}
+
+template <typename T>
+void final_states_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
+  const int64_t n = a.batch * a.dim;
+  const int64_t blocks = std::min((n + kFinalizeThreads - 1) / kFinalizeThreads, kMaxGridX);
+  causal_conv1d_fwd_final_states_kernel<T><<<static_cast<unsigned>(blocks), kFinalizeThreads, 0, stream>>>(a);
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArgs& w) {
+  FwdFeatureArgs a{};
+  a.x = p.x;
+  a.out = p.out;
+  a.w = w;
+  a.batch = p.batch;
+  a.dim = p.dim;
+  a.seqlen = p.seqlen;
+  a.width = p.width;
+  a.rows = p.cu_seqlens != nullptr ? 1 : p.batch;
+  a.x_batch_stride = p.cu_seqlens != nullptr ? 0 : p.x_batch_stride;
+  a.x_dim_stride = p.x_dim_stride;
+  a.x_seq_stride = p.x_seq_stride;
+  a.out_batch_stride = p.cu_seqlens != nullptr ? 0 : p.out_batch_stride;
+  a.out_dim_stride = p.out_dim_stride;
+  a.out_seq_stride = p.out_seq_stride;
+  a.init = p.initial_states;
+  a.final_states = p.final_states;
+  a.init_batch_stride = p.init_batch_stride;
+  a.init_dim_stride = p.init_dim_stride;
+  a.init_seq_stride = p.init_seq_stride;
+  a.final_batch_stride = p.final_batch_stride;
+  a.final_dim_stride = p.final_dim_stride;
+  a.final_seq_stride = p.final_seq_stride;
+  a.seq_idx = p.cu_seqlens != nullptr ? nullptr : p.seq_idx;  // never set together (header)
+  a.seq_idx_batch_stride = p.seq_idx_batch_stride;
+  a.seq_idx_seq_stride = p.seq_idx_seq_stride;
+  a.cu_seqlens = p.cu_seqlens;
+  a.state_indices = p.state_indices;
+  a.has_initial_state = p.has_initial_state;
+  a.pad_slot_id = p.pad_slot_id;
+  a.state_len = p.state_len;
+  a.state_rows = p.state_rows;
+  a.silu = p.silu;
+  return a;
+}
+
+}  // namespace
+
+void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  if ((p.initial_states != nullptr || p.final_states != nullptr) && p.state_len < p.width - 1)
+    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: state_len must be >= width - 1");
+  if (p.batch == 0 || p.dim == 0) return;
+  const FwdFeatureArgs a = make_feature_args(p, w);
+  const int64_t B = a.rows, D = p.dim, L = p.seqlen;
+  if (L > 0) {
+    const bool channel_last = D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
+    const bool templated = p.width <= kMaxTemplateWidth && p.variant != ConvVariant::kNaive;
+    AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+      if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
+      constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
+      const bool vec = D > 1 && channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
+                       channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kV);
+      AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+        if (!channel_last) features_per_output_launch<scalar_t, kW>(a, stream);
+        else if (vec) features_channel_last_launch<scalar_t, kW, kV>(a, stream);
+        else features_channel_last_launch<scalar_t, kW, 1>(a, stream);
+      });
+    });
+  }
+  if (p.final_states != nullptr) {
+    AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { final_states_launch<scalar_t>(a, stream); });
+  }
+}
+
+}  // namespace conv1d
+}  // namespace aiter_lite
