@@ -35,7 +35,7 @@ def object_name(index: int, source: Path) -> str:
 
 
 def device_threads(spec: ModuleSpec, jobs: int) -> int:
-    """Threads each device compile may use (nvcc --split-compile and --threads, hipcc -parallel-jobs).
+    """Threads each device compile may use (nvcc --split-compile and --threads).
 
     A module's cold build is bound by its longest file, while its short files finish early and leave
     their cores idle; so each file gets about twice its share of the jobs (at most 8 threads): on 16
@@ -57,9 +57,7 @@ def parallel_flags(spec: ModuleSpec, threads: int) -> list[str]:
         if len(spec.archs) > 1:
             flags.append(f"--threads={min(threads, len(spec.archs))}")
         return flags
-    if spec.backend == "hip" and len(spec.archs) > 1:
-        return [f"-parallel-jobs={min(threads, len(spec.archs))}"]
-    return []
+    return []  # hipcc: ROCm 5.2's clang has no -parallel-jobs; its archs compile one after another
 
 
 def generate_ninja(spec: ModuleSpec, library_name: str, threads_per_device_job: int = 1) -> str:
