@@ -113,3 +113,30 @@ def test_missing_compiler_names_the_variable(tmp_path):
         pytest.skip("hipcc on PATH")
     with pytest.raises(BuildError, match="hipcc not found(.|\n)*ROCM_PATH"):
         make_spec(_registry(tmp_path).get("module_k"), "hip", env)
+
+
+def test_device_compiles_spread_over_idle_cores_outside_the_key(tmp_path):
+    from aiter_lite.jit.key import compute_key
+    from aiter_lite.jit.ninja import device_threads
+
+    _fake_compiler(tmp_path / "cuda", "nvcc", "Cuda compilation tools, release 13.0")
+    env = read_env({"CUDA_HOME": str(tmp_path / "cuda"), "AITER_LITE_ARCH": "sm_80,sm_90a"})
+    spec = make_spec(_registry(tmp_path).get("module_k"), "cuda", env)  # 2 device files
+    assert device_threads(spec, 16) == 8 and device_threads(spec, 3) == 3 and device_threads(spec, 1) == 1
+    text = generate_ninja(spec, "module_k.abc.so", 3)
+    assert "parallel_flags = --split-compile=3 --threads=2" in text
+    assert "$device_flags $parallel_flags $arch_flags" in text
+    assert "parallel_flags = \n" in generate_ninja(spec, "module_k.abc.so", 1) + "\n"
+    assert not any("split-compile" in f for f in spec.device_flags)  # so the key ignores the core count
+    assert compute_key(spec) == compute_key(make_spec(_registry(tmp_path).get("module_k"), "cuda", env))
+    assert read_env({"AITER_LITE_DEVICE_THREADS": "1"}).device_threads == 1
+
+
+def test_hip_link_uses_gcc_openmp_and_names_the_archs(tmp_path):
+    _fake_compiler(tmp_path / "rocm", "hipcc", "HIP version: 5.2.21153-0")
+    env = read_env({"ROCM_PATH": str(tmp_path / "rocm"), "AITER_LITE_ARCH": "gfx90a,gfx940"})
+    spec = make_spec(_registry(tmp_path).get("module_k"), "hip", env)
+    assert spec.link_flags == ("-shared", "-fopenmp=libgomp", "--offload-arch=gfx90a", "--offload-arch=gfx940")
+    from aiter_lite.jit.toolchain import compiler_env
+
+    assert compiler_env("hip") == {"HIP_PLATFORM": "amd"} and compiler_env("cuda") == {}

@@ -7,9 +7,10 @@ import time
 
 from ..errors import BuildError
 from . import lock as locks
+from . import toolchain
 from .cache import Manifest, ModuleCache
 from .env import JitEnv
-from .ninja import default_jobs, generate_ninja, run_ninja
+from .ninja import default_jobs, device_threads, generate_ninja, run_ninja
 from .progress import BuildProgress, show_builds
 from .spec import ModuleSpec
 
@@ -66,14 +67,15 @@ def build(spec: ModuleSpec, key: str, env: JitEnv, *, requested_at: float) -> Ma
 def _build_locked(spec: ModuleSpec, cache: ModuleCache, env: JitEnv) -> Manifest:
     build_dir = cache.new_build_dir()
     log_path = build_dir / "build.log"
-    (build_dir / "build.ninja").write_text(generate_ninja(spec, cache.library_name))
     jobs = default_jobs(env.max_jobs, spec.backend)
+    (build_dir / "build.ninja").write_text(generate_ninja(spec, cache.library_name,
+                                                                env.device_threads or device_threads(spec, jobs)))
     progress = BuildProgress(spec.name, spec.backend, spec.archs, [str(u.source) for u in spec.units])
     progress.started(jobs, cache.artifact_dir)
     logger.debug("%s: building in %s", spec.name, build_dir)
     start = time.monotonic()
     try:
-        returncode = run_ninja(build_dir, jobs, log_path, progress)
+        returncode = run_ninja(build_dir, jobs, log_path, progress, toolchain.compiler_env(spec.backend))
     except OSError as e:
         raise cache.record_failure(build_dir, BuildError(
             spec.name, f"could not run ninja: {e}", log_path=str(log_path),

@@ -67,6 +67,7 @@ class JitEnv:
     autotune: bool = False   # AITER_LITE_AUTOTUNE: time the planner's top matmul configs on first use
     autotune_top_k: Optional[int] = None  # AITER_LITE_AUTOTUNE_TOP_K: how many (None: the tuner's default)
     log_level: Optional[int] = None  # AITER_LITE_LOG: level of the build messages (None: info, on stderr)
+    device_threads: Optional[int] = None  # AITER_LITE_DEVICE_THREADS: threads per nvcc/hipcc (None: from -j)
 
 
 def _default_lock_dir() -> Path:
@@ -95,6 +96,7 @@ def read_env(environ: Mapping[str, str] = os.environ) -> JitEnv:
         autotune=parse_bool("AITER_LITE_AUTOTUNE", get("AITER_LITE_AUTOTUNE")),
         autotune_top_k=parse_positive("AITER_LITE_AUTOTUNE_TOP_K", get("AITER_LITE_AUTOTUNE_TOP_K"), int),
         log_level=parse_log_level("AITER_LITE_LOG", get("AITER_LITE_LOG")),
+        device_threads=parse_positive("AITER_LITE_DEVICE_THREADS", get("AITER_LITE_DEVICE_THREADS"), int),
     )
 
 

@@ -110,5 +110,10 @@ def make_spec(entry: ModuleEntry, backend: str, env: JitEnv, archs: Optional[tup
     if backend == "cuda":  # nvcc links: host-linker flags go through -Xcompiler
         link_flags = ["-shared", *(f if f.startswith(("-l", "-L")) else f"-Xcompiler={f}"
                                    for f in entry.flags.get("ld", ()))]
+    elif backend == "hip":
+        # hipcc links with clang, whose -fopenmp means LLVM's libomp; the objects g++ compiled with
+        # -fopenmp need GCC's libgomp. The archs stop hipcc from probing for a GPU at link time.
+        link_flags = ["-shared", *("-fopenmp=libgomp" if f == "-fopenmp" else f for f in entry.flags.get("ld", ())),
+                      *toolchain.hip_offload_flags(tuple(archs))]
     return ModuleSpec(entry.name, backend, tuple(units), entry.include_dirs, cxx, device_compiler,
                       tuple(cxx_flags), tuple(device_flags), tuple(link_flags), tuple(archs), entry)

@@ -36,7 +36,7 @@ def _version_line(path: str) -> str:
     small file in the temp dir, so a warm start runs no compiler (nvcc --version takes ~50 ms)."""
     try:
         st = os.stat(path)
-        ident = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+        ident = f"{path}|{st.st_size}|{st.st_mtime_ns}" + ("|amd" if Path(path).name.startswith("hipcc") else "")
     except OSError:
         ident = path
     memo_path = Path(tempfile.gettempdir()) / f"aiter_lite-{os.getuid()}" / "compiler_versions.json"
@@ -59,9 +59,16 @@ def _version_line(path: str) -> str:
     return version
 
 
+def compiler_env(backend: str) -> dict:
+    """Environment the compilers of a backend run with. Our hip backend is ROCm's (AMD GPUs): hipcc
+    packages such as Debian's pick nvcc when HIP_PLATFORM is unset and nvcc is installed."""
+    return {"HIP_PLATFORM": "amd"} if backend == "hip" else {}
+
+
 def _run_version(path: str) -> str:
+    env = dict(os.environ, **compiler_env("hip")) if Path(path).name.startswith("hipcc") else None
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, env=env).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"unknown ({e})"
     lines = [l for l in out.splitlines() if l.strip()]

@@ -6,14 +6,26 @@
 #include <string>
 
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
-#include <hip/hip_bf16.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
 #define AITER_LITE_HIP 1
 using gpuStream_t = hipStream_t;
 using gpuError_t = hipError_t;
 using half_t = __half;
+#if __has_include(<hip/hip_bf16.h>)  // ROCm 6: CUDA-style __hip_bfloat16 and its conversions
+#include <hip/hip_bf16.h>
 using bfloat16_t = __hip_bfloat16;
+#else  // ROCm 5.x: only the hip_bfloat16 struct; the two conversions the kernels use, CUDA-named
+#include <hip/hip_bfloat16.h>
+using bfloat16_t = hip_bfloat16;
+__host__ __device__ inline float __bfloat162float(hip_bfloat16 v) { return static_cast<float>(v); }
+__host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) { return hip_bfloat16(v); }  // nearest even
+__host__ __device__ inline hip_bfloat16 __ushort_as_bfloat16(unsigned short bits) {
+  hip_bfloat16 v;
+  v.data = bits;
+  return v;
+}
+#endif
 #define gpuSuccess hipSuccess
 #define gpuGetLastError hipGetLastError
 #define gpuGetErrorString hipGetErrorString
