@@ -13,6 +13,7 @@ import torch.distributed as dist
 import torch.fx.experimental.symbolic_shapes  # noqa: F401  (backward() imports it: preloaded once, see the tests)
 import torch.nn.functional as F
 
+import aiter_lite
 import aiter_lite.distributed  # noqa: F401
 
 
@@ -234,6 +235,13 @@ def job_bad_calls(rank, world, _):
     expect_error(ValueError, "built for width=4", causal_conv1d_cp, x, torch.randn(3, 3), cp_context=ctx)
     expect_error(ValueError, "x has 5 tokens", causal_conv1d_cp, x[..., :5], w, cp_context=ctx)
     expect_error(TypeError, "cp_context must be a CPContext", causal_conv1d_cp, x, w, cp_context="ctx")
+    seq_idx = torch.zeros(2, 6, dtype=torch.int32)
+    expect_error(ValueError, "seq_idx cannot be combined with cp_context", causal_conv1d_cp, x, w, cp_context=ctx,
+                 seq_idx=seq_idx)
+    expect_error(ValueError, "initial_states cannot be combined", causal_conv1d_cp, x, w, cp_context=ctx,
+                 initial_states=torch.zeros(2, 3, 3))
+    expect_error(ValueError, "return_final_states cannot be combined", causal_conv1d_cp, x, w, cp_context=ctx,
+                 return_final_states=True)
     packed = build_cp_context(4, cu_seqlens=[0, 5, 12])
     expect_error(ValueError, "[1, dim, local_len]", causal_conv1d_cp, x, w, cp_context=packed)
     solo = dist.new_group([0])
@@ -257,6 +265,7 @@ def job_world_one(rank, world, _):
                              (build_cp_context(4, cu_seqlens=[0, 2, 9]), x[:1], global_seq_idx([0, 2, 9], 9))):
         want = standin_conv(xx, w, b, "silu", seq_idx=seq_idx)
         assert torch.equal(causal_conv1d_cp(xx, w, b, "silu", cp_context=ctx), want)
+        assert torch.equal(aiter_lite.causal_conv1d(xx, w, b, "silu", cp_context=ctx), want)  # the public entry
         ctx.passthrough = False  # the general path on one rank (zigzag: halo from its own front part)
         got = causal_conv1d_cp(xx, w, b, "silu", cp_context=ctx)
         if not torch.allclose(got, want, rtol=1e-6, atol=1e-6):

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+from torch.autograd.graph import get_gradient_edge
 
 from .context import CPContext
 from .exchange import GRAD_DTYPE, post_halo, post_halo_grad
@@ -29,7 +30,12 @@ from .exchange import GRAD_DTYPE, post_halo, post_halo_grad
 def _plain_conv(x, weight, bias, activation, *, initial_states=None, seq_idx=None):
     from ..ops.causal_conv1d import causal_conv1d
 
-    return causal_conv1d(x, weight, bias, activation, initial_states=initial_states, seq_idx=seq_idx)
+    extra = {}  # only what is used: a fixed-length chunk needs neither
+    if initial_states is not None:
+        extra["initial_states"] = initial_states
+    if seq_idx is not None:
+        extra["seq_idx"] = seq_idx
+    return causal_conv1d(x, weight, bias, activation, **extra)
 
 
 # The single-device op every rank runs on its chunk (differentiable in x, weight, bias, initial_states).
@@ -82,7 +88,9 @@ class _CPCausalConv1d(torch.autograd.Function):
         out, local, halo = _forward(x, weight, bias, activation, ctx, leaves)
         autograd_ctx.cp = ctx
         autograd_ctx.activation = activation
-        autograd_ctx.local, autograd_ctx.leaves = local, leaves
+        # Keep the local conv's graph, not its output (the output's storage is `out`: holding it here would
+        # keep every layer's output alive until the backward).
+        autograd_ctx.local, autograd_ctx.leaves = get_gradient_edge(local), leaves
         autograd_ctx.save_for_backward(x, weight, bias, halo)
         return out
 
@@ -170,9 +178,19 @@ def _check(x, weight, ctx) -> None:
 
 
 def causal_conv1d_cp(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
-                     activation: Optional[str] = None, *, cp_context: CPContext) -> torch.Tensor:
-    """This rank's slice of causal_conv1d over the whole, unsplit input (see build_cp_context)."""
+                     activation: Optional[str] = None, *, cp_context: CPContext, seq_idx=None, initial_states=None,
+                     return_final_states: bool = False, final_states_out=None) -> torch.Tensor:
+    """This rank's slice of causal_conv1d over the whole, unsplit input (see build_cp_context).
+
+    What aiter_lite.causal_conv1d / causal_conv1d_fn hand over when given cp_context. The packed
+    sequences and the window before each chunk come from the context: seq_idx, initial_states and
+    final states are not taken with it."""
     ctx = cp_context
+    if seq_idx is not None or initial_states is not None or final_states_out is not None or return_final_states:
+        name = ("seq_idx" if seq_idx is not None else "initial_states" if initial_states is not None
+                else "final_states_out" if final_states_out is not None else "return_final_states")
+        raise ValueError(f"{name} cannot be combined with cp_context: the context's cu_seqlens describe packed "
+                         "sequences, and each chunk's initial window comes from the rank before it")
     _check(x, weight, ctx)
     if bias is not None and isinstance(bias, torch.Tensor) and bias.numel() == 0:
         bias = None

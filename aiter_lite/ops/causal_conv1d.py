@@ -250,8 +250,12 @@ def causal_conv1d_fwd(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
 
 
 def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
-                  activation: Optional[str] = None, *, variant: str = "auto") -> torch.Tensor:
-    """Functional forward: returns a new tensor laid out like x. activation: None or "silu"."""
+                  activation: Optional[str] = None, *, variant: str = "auto", cp_context=None) -> torch.Tensor:
+    """Functional forward: returns a new tensor laid out like x. activation: None or "silu".
+    cp_context: x is this rank's chunk of a sequence split over a process group (aiter_lite.distributed)."""
+    if cp_context is not None:
+        from ..distributed.function import causal_conv1d_cp
+        return causal_conv1d_cp(x, weight, bias, activation, cp_context=cp_context)
     use_silu = _silu_flag(activation)
     out = _launch_fwd_fast(None, x, weight, bias, use_silu, variant)
     if out is not None:
