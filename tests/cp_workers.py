@@ -104,19 +104,19 @@ def run_case(case: dict, rank: int, world: int, group=None) -> None:
     lens = case["lens"] if case["lens"] is not None else [total // world] * world
     slices = local_slices(case["layout"], lens, rank)
     dtype = case["dtype"]
-    x_local = take(x, slices).to(dtype)
+    x_local = take(x, slices).to(DEVICE, dtype)
     if case["channel_last"]:
         x_local = x_local.transpose(1, 2).contiguous().transpose(1, 2)
     x_local.requires_grad_()
-    wl = w.to(torch.float32).requires_grad_()
-    bl = None if b is None else b.to(torch.float32).requires_grad_()
+    wl = w.to(DEVICE, torch.float32).requires_grad_()
+    bl = None if b is None else b.to(DEVICE, torch.float32).requires_grad_()
     ctx = build_cp_context(width, group, cu_seqlens=case["cu"], local_len=None if case["lens"] is None
                            else lens[rank], layout=case["layout"])
     out = causal_conv1d_cp(x_local, wl, bl, case["activation"], cp_context=ctx)
-    out.backward(take(dout, slices).to(dtype))
+    out.backward(take(dout, slices).to(DEVICE, dtype))
     dw = wl.grad.clone()
     dist.all_reduce(dw, group=group)
-    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    tol = {torch.float32: 1e-5, torch.float16: 4e-3}.get(dtype, 2e-2)
     where = f"case {case} rank {rank}"
     check_close("out", out, take(ref.detach(), slices), tol, where)
     check_close("dx", x_local.grad, take(xr.grad, slices), tol, where)
@@ -130,7 +130,7 @@ def run_case(case: dict, rank: int, world: int, group=None) -> None:
 def check_close(name, got, want, tol, where):
     """|got - want| <= tol * (1 + |want|) everywhere, NaN fails (torch.testing imports torch.distributed.tensor:
     seconds per spawned process)."""
-    got = got.double()
+    got = got.double().cpu()
     if got.shape != want.shape:
         raise AssertionError(f"{name}: shape {tuple(got.shape)} != {tuple(want.shape)} ({where})")
     err = ((got - want).abs() / (1 + want.abs())).nan_to_num(float("inf"))
@@ -146,21 +146,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def init_gloo(rank: int, world: int, port: int, timeout_s: float = 30) -> None:
+DEVICE = torch.device("cpu")  # where the ranks' tensors live: cuda:<rank> under NCCL
+
+
+def init_group(rank: int, world: int, port: int, backend: str = "gloo", timeout_s: float = 30) -> None:
+    """gloo: CPU tensors and the pure-torch stand-in of the op; nccl: one GPU per rank and the real op."""
+    global DEVICE
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+        DEVICE = torch.device("cuda", rank)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=timedelta(seconds=timeout_s))
-    import aiter_lite.distributed.function as function
+    if backend == "gloo":
+        import aiter_lite.distributed.function as function
 
-    function.conv_op = standin_conv  # until the real op has initial_states/seq_idx and a backward
+        function.conv_op = standin_conv  # until the real op has initial_states/seq_idx and a backward
 
 
-def worker(rank: int, world: int, port: int, job: str, arg, results) -> None:
+def worker(rank: int, world: int, port: int, job: str, arg, results, backend: str = "gloo") -> None:
     """Entry of each spawned process: runs JOBS[job](rank, world, arg) and reports
     (rank, error text or None, what the job returned)."""
     try:
-        init_gloo(rank, world, port)
+        init_group(rank, world, port, backend)
         value = JOBS[job](rank, world, arg)
         results.put((rank, None, value))
     except BaseException as e:  # noqa: BLE001 - reported to the parent with its traceback
@@ -272,5 +281,44 @@ def job_world_one(rank, world, _):
             raise AssertionError(f"{ctx}: general path differs by {(got - want).abs().max()}")
 
 
-JOBS = {"random": job_random_cases, "fixed": job_fixed_cases, "mismatch": job_mismatch, "bad_calls": job_bad_calls,
+def job_gpu_world_one(rank, world, _):
+    """NCCL, one GPU, the real op: with a context of world size 1 the result is the plain op's, bit for bit
+    (forward and gradients); the general path (no short cut: zigzag copies its own halo) agrees within
+    the dtype's tolerance."""
+    from aiter_lite.distributed import build_cp_context
+
+    gen = torch.Generator(device=DEVICE).manual_seed(11)
+    length, cu = 300, [0, 37, 37, 200, 300]
+    for dtype in (torch.float32, torch.bfloat16):
+        tol = 1e-5 if dtype == torch.float32 else 2e-2
+        x = torch.randn(2, 64, length, generator=gen, device=DEVICE).to(dtype)
+        w = torch.randn(64, 4, generator=gen, device=DEVICE)
+        b = torch.randn(64, generator=gen, device=DEVICE)
+        dout = torch.randn(2, 64, length, generator=gen, device=DEVICE).to(dtype)
+        packed_ids = global_seq_idx(cu, length).to(DEVICE)
+        for name, ctx, xx, seq_idx in (
+                ("fixed", build_cp_context(4, local_len=length), x, None),
+                ("zigzag", build_cp_context(4, local_len=length, layout="zigzag"), x, None),
+                ("packed", build_cp_context(4, cu_seqlens=torch.tensor(cu, device=DEVICE)), x[:1], packed_ids)):
+            want, want_grads = _plain_fwd_bwd(xx, w, b, dout[:xx.shape[0]], seq_idx, None)
+            got, got_grads = _plain_fwd_bwd(xx, w, b, dout[:xx.shape[0]], None, ctx)
+            if not (torch.equal(got, want) and all(torch.equal(g, h) for g, h in zip(got_grads, want_grads))):
+                raise AssertionError(f"{name} {dtype}: world size 1 differs from the plain op")
+            ctx.passthrough = False
+            got, got_grads = _plain_fwd_bwd(xx, w, b, dout[:xx.shape[0]], None, ctx)
+            for what, g, h in zip(("out", "dx", "dweight", "dbias"), (got, *got_grads), (want, *want_grads)):
+                check_close(what, g, h.double().cpu(), tol, f"{name} {dtype} general path")
+
+
+def _plain_fwd_bwd(x, w, b, dout, seq_idx, ctx):
+    x, w, b = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    if ctx is None:
+        out = aiter_lite.causal_conv1d(x, w, b, "silu", **({} if seq_idx is None else {"seq_idx": seq_idx}))
+    else:
+        out = aiter_lite.causal_conv1d(x, w, b, "silu", cp_context=ctx)
+    out.backward(dout)
+    return out.detach(), (x.grad, w.grad, b.grad)
+
+
+JOBS = {"gpu_world_one": job_gpu_world_one, "random": job_random_cases, "fixed": job_fixed_cases, "mismatch": job_mismatch, "bad_calls": job_bad_calls,
         "world_one": job_world_one}
