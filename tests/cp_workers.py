@@ -40,6 +40,17 @@ def standin_conv(x, weight, bias=None, activation=None, *, initial_states=None, 
     return out.to(x.dtype)
 
 
+def standin_backward(x, weight, bias, activation, dout, *, initial_states, seq_idx, need):
+    """local_op.backward of the stand-in, through torch's autograd."""
+    with torch.enable_grad():
+        leaves = [t.detach().requires_grad_(n) if t is not None else None
+                  for t, n in zip((x, weight, bias, initial_states), need)]
+        out = standin_conv(*leaves[:3], activation, initial_states=leaves[3], seq_idx=seq_idx)
+        wanted = [t for t, n in zip(leaves, need) if t is not None and n]
+        grads = iter(torch.autograd.grad(out, wanted, dout))
+    return tuple(next(grads) if t is not None and n else None for t, n in zip(leaves, need))
+
+
 def global_seq_idx(cu_seqlens, total):
     cu = torch.tensor(cu_seqlens)
     return (torch.searchsorted(cu, torch.arange(total), right=True) - 1).to(torch.int32).unsqueeze(0)
@@ -160,9 +171,10 @@ def init_group(rank: int, world: int, port: int, backend: str = "gloo", timeout_
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=timedelta(seconds=timeout_s))
     if backend == "gloo":
-        import aiter_lite.distributed.function as function
+        from aiter_lite.distributed import local_op
 
-        function.conv_op = standin_conv  # until the real op has initial_states/seq_idx and a backward
+        # until the real op (initial_states, seq_idx, backward) is in main
+        local_op.forward, local_op.backward = standin_conv, standin_backward
 
 
 def worker(rank: int, world: int, port: int, job: str, arg, results, backend: str = "gloo") -> None:

@@ -12,7 +12,7 @@ Backward, on each rank:
      to "halo" for dx, dweight and dbias (one call on [heads with halo; heads with zeros] and
      [dout; -dout]);
   2. post the halo gradients to the ranks that own those tokens; receive those of this rank's tokens;
-  3. the local backward of step 2 of the forward (its autograd graph, kept from the forward) overlaps;
+  3. the local backward of step 2 of the forward overlaps;
   4. add the corrections and the received gradients into dx, dweight, dbias.
 dweight and dbias are this rank's contributions: the CP group joins the gradient reduction.
 """
@@ -21,25 +21,10 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
-from torch.autograd.graph import get_gradient_edge
 
+from . import local_op
 from .context import CPContext
 from .exchange import GRAD_DTYPE, post_halo, post_halo_grad
-
-
-def _plain_conv(x, weight, bias, activation, *, initial_states=None, seq_idx=None):
-    from ..ops.causal_conv1d import causal_conv1d
-
-    extra = {}  # only what is used: a fixed-length chunk needs neither
-    if initial_states is not None:
-        extra["initial_states"] = initial_states
-    if seq_idx is not None:
-        extra["seq_idx"] = seq_idx
-    return causal_conv1d(x, weight, bias, activation, **extra)
-
-
-# The single-device op every rank runs on its chunk (differentiable in x, weight, bias, initial_states).
-conv_op = _plain_conv
 
 
 def _heads(t: torch.Tensor, ctx: CPContext) -> torch.Tensor:
@@ -49,48 +34,34 @@ def _heads(t: torch.Tensor, ctx: CPContext) -> torch.Tensor:
     return pieces[0] if len(pieces) == 1 else torch.cat(pieces, 0)
 
 
-def _exchanges(ctx: CPContext) -> bool:
-    plan = ctx.plan
-    return bool(plan.sends or plan.recvs or plan.halo_parts)
+def _head_slices(ctx: CPContext, batch: int):
+    """(rows of the stacked heads, local positions) of each halo part."""
+    n = ctx.plan.head_len
+    return [(slice(k * batch, (k + 1) * batch), slice(ctx.plan.parts[i].local_start, ctx.plan.parts[i].local_start + n))
+            for k, i in enumerate(ctx.plan.halo_parts)]
 
 
-def _forward(x, weight, bias, activation, ctx: CPContext, leaves):
-    """Steps 1-3 of the forward. leaves: None, or detached (x, weight, bias) some of which require grad:
-    then the local conv is recorded on them for the backward. Returns (out, local_out, halo)."""
-    batch = x.shape[0]
-    pending = post_halo(x, ctx.plan, ctx.group) if _exchanges(ctx) else None
-    seq_idx = ctx.seq_idx(x.device, batch)
-    if leaves is None:
-        local = out = conv_op(x, weight, bias, activation, seq_idx=seq_idx)
-    else:
-        with torch.enable_grad():
-            local = conv_op(*leaves, activation, seq_idx=seq_idx)
-        out = local.detach()  # the heads are written over below; the op's backward does not read its output
+def _forward(x, weight, bias, activation, ctx: CPContext):
+    """Steps 1-3 of the forward. Returns (out, halo)."""
+    plan, batch = ctx.plan, x.shape[0]
+    pending = post_halo(x, plan, ctx.group) if (plan.sends or plan.recvs or plan.halo_parts) else None
+    out = local_op.forward(x, weight, bias, activation, seq_idx=ctx.seq_idx(x.device, batch))
     halo = None
     if pending is not None:
         halo = pending.wait()
-        if ctx.plan.halo_parts:
-            head_out = conv_op(_heads(x, ctx), weight, bias, activation, initial_states=halo,
-                               seq_idx=ctx.head_seq_idx(x.device, batch))
-            n = ctx.plan.head_len
-            for k, i in enumerate(ctx.plan.halo_parts):
-                start = ctx.plan.parts[i].local_start
-                out[..., start:start + n].copy_(head_out[k * batch:(k + 1) * batch])
-    return out, local, halo
+        if plan.halo_parts:
+            head_out = local_op.forward(_heads(x, ctx), weight, bias, activation, initial_states=halo,
+                                        seq_idx=ctx.head_seq_idx(x.device, batch))
+            for rows, cols in _head_slices(ctx, batch):
+                out[..., cols].copy_(head_out[rows])
+    return out, halo
 
 
 class _CPCausalConv1d(torch.autograd.Function):
     @staticmethod
     def forward(autograd_ctx, x, weight, bias, activation, ctx):
-        needs = autograd_ctx.needs_input_grad[:3]
-        leaves = (x.detach().requires_grad_(needs[0]), weight.detach().requires_grad_(needs[1]),
-                  None if bias is None else bias.detach().requires_grad_(needs[2]))
-        out, local, halo = _forward(x, weight, bias, activation, ctx, leaves)
-        autograd_ctx.cp = ctx
-        autograd_ctx.activation = activation
-        # Keep the local conv's graph, not its output (the output's storage is `out`: holding it here would
-        # keep every layer's output alive until the backward).
-        autograd_ctx.local, autograd_ctx.leaves = get_gradient_edge(local), leaves
+        out, halo = _forward(x, weight, bias, activation, ctx)
+        autograd_ctx.cp, autograd_ctx.activation = ctx, activation
         autograd_ctx.save_for_backward(x, weight, bias, halo)
         return out
 
@@ -99,25 +70,20 @@ class _CPCausalConv1d(torch.autograd.Function):
     def backward(autograd_ctx, dout):
         x, weight, bias, halo = autograd_ctx.saved_tensors
         ctx: CPContext = autograd_ctx.cp
+        activation = autograd_ctx.activation
         plan, batch, dim = ctx.plan, x.shape[0], x.shape[1]
-        needs = autograd_ctx.needs_input_grad[:3]
-        head_grads = _head_corrections(x, weight, bias, halo, dout, autograd_ctx.activation, ctx, needs) \
-            if plan.halo_parts else None
+        need = tuple(autograd_ctx.needs_input_grad[:3])
+        fix = _head_corrections(x, weight, bias, halo, dout, activation, ctx, need) if plan.halo_parts else None
         pending = None
-        if plan.sends or plan.recvs or plan.local_runs:
-            pending = post_halo_grad(None if head_grads is None else head_grads[0], plan, ctx.group, batch, dim,
-                                     x.device)
-        wanted = [leaf for leaf, need in zip(autograd_ctx.leaves, needs) if need]
-        grads = iter(torch.autograd.grad(autograd_ctx.local, wanted, dout))
-        dx, dweight, dbias = (next(grads) if need else None for need in needs)
-        autograd_ctx.local = autograd_ctx.leaves = None
-        if head_grads is not None:
-            _, dx_heads, dweight_fix, dbias_fix = head_grads
+        if plan.sends or plan.recvs or plan.local_runs:  # every rank posts: its peers wait for it
+            pending = post_halo_grad(None if fix is None else fix[0], plan, ctx.group, batch, dim, x.device)
+        dx, dweight, dbias, _ = local_op.backward(x, weight, bias, activation, dout, initial_states=None,
+                                                  seq_idx=ctx.seq_idx(x.device, batch), need=need + (False,))
+        if fix is not None:
+            _, dx_heads, dweight_fix, dbias_fix = fix
             if dx is not None:
-                n = plan.head_len
-                for k, i in enumerate(plan.halo_parts):
-                    start = plan.parts[i].local_start
-                    dx[..., start:start + n] += dx_heads[k * batch:(k + 1) * batch]
+                for rows, cols in _head_slices(ctx, batch):
+                    dx[..., cols] += dx_heads[rows]
             if dweight is not None:
                 dweight += dweight_fix
             if dbias is not None:
@@ -126,32 +92,24 @@ class _CPCausalConv1d(torch.autograd.Function):
             for start, grad in pending.wait():
                 if dx is not None:
                     dx[..., start:start + grad.shape[-1]] += grad
-        return dx, dweight, dbias, None, None
+        return (dx, None if dweight is None else dweight.to(weight.dtype),
+                None if dbias is None else dbias.to(bias.dtype), None, None)
 
 
-def _head_corrections(x, weight, bias, halo, dout, activation, ctx: CPContext, needs):
-    """(dhalo, dx_heads, dweight_fix, dbias_fix), all fp32: the halo's gradient, and what the heads'
-    outputs add to dx/dweight/dbias when computed with the halo instead of the local conv's zeros."""
+def _head_corrections(x, weight, bias, halo, dout, activation, ctx: CPContext, need):
+    """(dhalo, dx_heads, dweight_fix, dbias_fix), fp32: the halo's gradient, and what the heads' outputs add
+    to dx/dweight/dbias when computed with the halo instead of the local conv's zeros. One backward call on
+    [heads; heads] with initial states [halo; 0] and gradient [dout; -dout]."""
     heads = _heads(x, ctx).to(GRAD_DTYPE)
     dheads = _heads(dout, ctx).to(GRAD_DTYPE)
     seq_idx = ctx.head_seq_idx(x.device, x.shape[0])
-    with torch.enable_grad():
-        both = torch.cat([heads, heads], 0).requires_grad_(needs[0])
-        states = torch.cat([halo.to(GRAD_DTYPE), torch.zeros_like(halo, dtype=GRAD_DTYPE)], 0).requires_grad_()
-        w = weight.detach().to(GRAD_DTYPE).requires_grad_(needs[1])
-        b = None if bias is None else bias.detach().to(GRAD_DTYPE).requires_grad_(needs[2])
-        out = conv_op(both, w, b, activation, initial_states=states,
-                      seq_idx=None if seq_idx is None else torch.cat([seq_idx, seq_idx], 0))
-        inputs = [states] + [t for t, need in zip((both, w, b), needs) if need]
-        grads = list(torch.autograd.grad(out, inputs, torch.cat([dheads, -dheads], 0)))
+    halo32 = halo.to(GRAD_DTYPE)
+    dx2, dweight_fix, dbias_fix, dinit = local_op.backward(
+        torch.cat([heads, heads], 0), weight.to(GRAD_DTYPE), None if bias is None else bias.to(GRAD_DTYPE),
+        activation, torch.cat([dheads, -dheads], 0), initial_states=torch.cat([halo32, torch.zeros_like(halo32)], 0),
+        seq_idx=None if seq_idx is None else torch.cat([seq_idx, seq_idx], 0), need=need + (True,))
     n = heads.shape[0]
-    dhalo = grads.pop(0)[:n]
-    dx_heads = grads.pop(0) if needs[0] else None
-    if dx_heads is not None:
-        dx_heads = dx_heads[:n] + dx_heads[n:]
-    dweight_fix = grads.pop(0) if needs[1] else None
-    dbias_fix = grads.pop(0) if needs[2] else None
-    return dhalo, dx_heads, dweight_fix, dbias_fix
+    return dinit[:n], None if dx2 is None else dx2[:n] + dx2[n:], dweight_fix, dbias_fix
 
 
 def _check(x, weight, ctx) -> None:
@@ -195,8 +153,8 @@ def causal_conv1d_cp(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     if bias is not None and isinstance(bias, torch.Tensor) and bias.numel() == 0:
         bias = None
     if ctx.passthrough:
-        return conv_op(x, weight, bias, activation, seq_idx=ctx.seq_idx(x.device, x.shape[0], plain=True))
+        return local_op.forward(x, weight, bias, activation, seq_idx=ctx.seq_idx(x.device, x.shape[0], plain=True))
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
                                     or (bias is not None and bias.requires_grad)):
         return _CPCausalConv1d.apply(x, weight, bias, activation, ctx)
-    return _forward(x, weight, bias, activation, ctx, None)[0]
+    return _forward(x, weight, bias, activation, ctx)[0]
