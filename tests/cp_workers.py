@@ -276,7 +276,7 @@ def job_bad_calls(rank, world, _):
 
 def job_world_one(rank, world, _):
     """World size 1: the plain op (bitwise), and the general path (no short cut) still exact."""
-    from aiter_lite.distributed import build_cp_context, causal_conv1d_cp
+    from aiter_lite.distributed import build_cp_context, causal_conv1d_cp, local_op
 
     gen = torch.Generator().manual_seed(7)
     x = torch.randn(2, 5, 9, generator=gen)
@@ -284,7 +284,7 @@ def job_world_one(rank, world, _):
     for ctx, xx, seq_idx in ((build_cp_context(4, local_len=9), x, None),
                              (build_cp_context(4, local_len=8, layout="zigzag"), x[..., :8], None),
                              (build_cp_context(4, cu_seqlens=[0, 2, 9]), x[:1], global_seq_idx([0, 2, 9], 9))):
-        want = standin_conv(xx, w, b, "silu", seq_idx=seq_idx)
+        want = local_op.forward(xx, w, b, "silu", seq_idx=seq_idx)  # the op every rank runs
         assert torch.equal(causal_conv1d_cp(xx, w, b, "silu", cp_context=ctx), want)
         assert torch.equal(aiter_lite.causal_conv1d(xx, w, b, "silu", cp_context=ctx), want)  # the public entry
         ctx.passthrough = False  # the general path on one rank (zigzag: halo from its own front part)
