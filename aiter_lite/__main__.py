@@ -137,11 +137,14 @@ def _cmd_plan(args) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = main_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
     with _errors_to_exit():
         from .jit import read_env
 
         env = read_env()
+        # Build progress and results on stderr; -q (or AITER_LITE_LOG=warning) keeps only warnings.
+        level = logging.WARNING if args.quiet else (env.log_level or logging.INFO)
+        logging.basicConfig(level=level, format="%(message)s")
+        logging.getLogger("aiter_lite").setLevel(level)
         if args.command == "list":
             return _cmd_list(env)
         if args.command == "build":

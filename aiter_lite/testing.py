@@ -162,11 +162,33 @@ def int_list(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v.strip()]
 
 
+# Every name a script accepts for a dtype: our short names and torch's (with or without "torch.").
+DTYPE_ALIASES = {"fp16": "fp16", "float16": "fp16", "half": "fp16",
+                 "bf16": "bf16", "bfloat16": "bf16",
+                 "fp32": "fp32", "float32": "fp32", "float": "fp32",
+                 "tf32": "tf32"}
+
+
+def dtype_name(text: str, allowed: Sequence[str] = ("fp16", "bf16", "fp32")) -> str:
+    """The short name (fp16, bf16, fp32, tf32) of a dtype given by any of its names, e.g. float16 or
+    torch.bfloat16; one of `allowed`. An argparse `type=`: a bad name is an error naming the choices."""
+    import argparse
+
+    short = DTYPE_ALIASES.get(text.strip().lower().removeprefix("torch."))
+    if short not in allowed:
+        names = [n for n, s in DTYPE_ALIASES.items() if s in allowed]
+        raise argparse.ArgumentTypeError(f"unknown dtype {text.strip()!r}; choose from {', '.join(names)}")
+    return short
+
+
+def dtype_names(text: str, allowed: Sequence[str] = ("fp16", "bf16", "fp32")) -> list[str]:
+    """Comma-separated dtype names -> their short names (see dtype_name)."""
+    return [dtype_name(v, allowed) for v in text.split(",") if v.strip()]
+
+
 def dtype_list(text: str) -> list[torch.dtype]:
-    try:
-        return [DTYPES[v.strip()] for v in text.split(",") if v.strip()]
-    except KeyError as e:
-        raise SystemExit(f"error: unknown dtype {e.args[0]!r}; choose from {', '.join(DTYPES)}") from None
+    """Comma-separated dtype names (fp16 or float16 or half, ...) -> torch dtypes."""
+    return [DTYPES[n] for n in dtype_names(text)]
 
 
 def random_normal(shape, dtype, device, generator: Optional[torch.Generator] = None) -> torch.Tensor:

@@ -36,6 +36,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import aiter_lite  # noqa: E402
+from aiter_lite.testing import dtype_name  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -83,12 +84,13 @@ def parse_args(argv=None):
             continue
         try:
             dt, bdl, w = item.split(":")
+            dt = dtype_name(dt)
             batch, dim, seqlen = (int(v) for v in bdl.split("x"))
             fwd_shapes.append((dt, batch, dim, seqlen, int(w)))
+        except argparse.ArgumentTypeError as e:
+            p.error(f"--fwd-shapes: {e}")
         except ValueError:
             p.error(f"--fwd-shapes takes dtype:BxDxL:W,..., got {item!r}")
-        if dt not in DTYPES:
-            p.error(f"--fwd-shapes: unknown dtype {dt!r}")
     args.fwd_shape_list = fwd_shapes
     return args
 
@@ -130,6 +132,12 @@ def load_peers(root: str, skip: bool):
     notes, dao, fla = [], None, None
     if skip:
         return None, None, ["peers skipped (--no-peers)"]
+    try:  # installed: bench/gpu.sh builds them once per machine (bench/peer_cache.py)
+        import causal_conv1d as dao  # noqa: PLC0415
+        from fla.modules.causal_conv1d import causal_conv1d as fla  # noqa: PLC0415
+        return dao, fla, [f"peers installed: causal-conv1d from {Path(dao.__file__).parent}, fla"]
+    except Exception:  # noqa: BLE001 - not installed: build them from .peers below
+        pass
     try:
         sys.path.insert(0, root)
         import peers  # noqa: PLC0415

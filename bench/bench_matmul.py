@@ -124,16 +124,19 @@ def main(argv=None) -> int:
         return 2
     import aiter_lite
     from aiter_lite.ops.matmul import VARIANTS, matmul_plan
+    from aiter_lite.testing import dtype_names
     from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
 
     variants = args.variants.split(",")
     for v in variants:
         if v not in VARIANTS:
             p.error(f"unknown variant {v!r}; one of {sorted(VARIANTS)}")
-    modes = args.dtypes.split(",") if args.dtypes else list(MODES if not args.issue6 else ("fp16", "bf16", "tf32"))
-    for mode in modes:
-        if mode not in MODES:
-            p.error(f"unknown dtype {mode!r}; one of {list(MODES)}")
+    try:
+        modes = (dtype_names(args.dtypes, allowed=MODES) if args.dtypes
+                 else list(MODES if not args.issue6 else ("fp16", "bf16", "tf32")))
+        sweep_dtypes = dtype_names(args.sweep_dtypes, allowed=("fp16", "bf16")) if args.sweep_dtypes else None
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
     sm90 = torch.cuda.get_device_capability() == (9, 0)
 
     dev = torch.cuda.get_device_name()
@@ -203,10 +206,6 @@ def main(argv=None) -> int:
         print("per-config sweep", flush=True)
         if args.sweep_path is not None and args.sweep_path not in PATH_MODE:
             p.error(f"unknown --sweep-path {args.sweep_path!r}; one of {sorted(PATH_MODE)}")
-        sweep_dtypes = args.sweep_dtypes.split(",") if args.sweep_dtypes else None
-        for mode in sweep_dtypes or ():
-            if mode not in ("fp16", "bf16"):
-                p.error(f"--sweep-dtypes takes fp16,bf16, got {mode!r}")
         if custom_shapes:
             sweep_shapes = custom_shapes
         elif args.sweep_shapes == "issue6":

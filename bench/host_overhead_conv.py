@@ -11,7 +11,7 @@ Plus the GPU time per kernel of back-to-back launches (CUDA events around 800 ca
 sleep kernel, so the GPU never waits for the host), and the
 pieces of the Python path timed alone, to show which part a change should target.
 
-  python bench/host_overhead_conv.py [--json PATH]
+  python bench/host_overhead_conv.py [--out PATH]
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def gpu_per_kernel(fn, n: int = 800) -> float:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--out", type=Path, default=None, help="JSON path (the rows, device and torch version)")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("host_overhead_conv: needs a CUDA GPU", file=sys.stderr)
@@ -125,8 +125,8 @@ def main(argv=None) -> int:
     f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     for r in rows:
         print(f"| {r['call']} | {f(r['enqueue_us'])} | {f(r['wall_us'])} | {f(r['gpu_us_per_kernel'])} |")
-    if args.json:
-        args.json.write_text(json.dumps(dict(device=dev, torch=torch.__version__, rows=rows), indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(dict(device=dev, torch=torch.__version__, rows=rows), indent=1))
     return 0
 
 

@@ -388,7 +388,12 @@ def main(argv=None) -> int:
     p.add_argument("--replan", action="store_true",
                    help="with --from-json: rank the stored measurements with the current planner (model --device)")
     args = p.parse_args(argv)
-    args.modes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    from aiter_lite.testing import dtype_names
+
+    try:
+        args.modes = dtype_names(args.dtypes, allowed=("fp16", "bf16", "fp32", "tf32"))
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
     unknown = [d for d in args.modes if d not in MODES]
     if unknown:
         p.error(f"unknown dtype(s) {unknown}; choose from {', '.join(MODES)}")

@@ -34,7 +34,8 @@ def parse_args(argv=None):
     p.add_argument("--dim", type=int_list, default=[512], help="comma-separated list (default 512)")
     p.add_argument("--seqlen", type=int_list, default=[2048], help="comma-separated list (default 2048)")
     p.add_argument("--width", type=int_list, default=[4], help="comma-separated list (default 4)")
-    p.add_argument("--dtype", type=dtype_list, default=dtype_list("fp16,bf16,fp32"), help="fp16,bf16,fp32")
+    p.add_argument("--dtype", type=dtype_list, default=dtype_list("fp16,bf16,fp32"),
+                   help="comma-separated: fp16,bf16,fp32 (or torch names: float16, bfloat16, float32, half, float)")
     p.add_argument("--use_silu", dest="use_silu", action="store_true", default=True, help="SiLU on (default)")
     p.add_argument("--no_silu", dest="use_silu", action="store_false", help="no activation")
     p.add_argument("--no_bias", action="store_true", help="no bias")

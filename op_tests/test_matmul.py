@@ -34,7 +34,8 @@ def parse_args(argv=None):
     p.add_argument("-n", type=int_list, default=[512], help="comma-separated list (default 512)")
     p.add_argument("-k", type=int_list, default=[512], help="comma-separated list (default 512)")
     p.add_argument("--batch", type=int, default=0, help="batch size (0: plain 2-D matmul)")
-    p.add_argument("--dtype", type=dtype_list, default=dtype_list("fp16,bf16,fp32"), help="fp16,bf16,fp32")
+    p.add_argument("--dtype", type=dtype_list, default=dtype_list("fp16,bf16,fp32"),
+                   help="comma-separated: fp16,bf16,fp32 (or torch names: float16, bfloat16, float32, half, float)")
     p.add_argument("--tf32", action="store_true", help="allow TF32 for fp32 inputs")
     p.add_argument("--transpose_a", action="store_true", help="pass a as a transposed (column-major) view")
     p.add_argument("--transpose_b", action="store_true", help="pass b as a transposed view")

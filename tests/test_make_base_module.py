@@ -1,4 +1,4 @@
-"""bench/make_base_module.py: the exported sources and the registry entry it writes load as a module
+"""bench/lab/make_base_module.py: the exported sources and the registry entry it writes load as a module
 beside the package's own (no build; the A/B runs on the GPU machine)."""
 import subprocess
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 from aiter_lite.jit.registry import load_registry
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "bench" / "make_base_module.py"
+SCRIPT = REPO / "bench" / "lab" / "make_base_module.py"
 
 
 def run_script(*args):

@@ -10,6 +10,7 @@ from . import lock as locks
 from .cache import Manifest, ModuleCache
 from .env import JitEnv
 from .ninja import default_jobs, generate_ninja, run_ninja
+from .progress import BuildProgress, show_builds
 from .spec import ModuleSpec
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ def build(spec: ModuleSpec, key: str, env: JitEnv, *, requested_at: float) -> Ma
         m = cache.valid_manifest()  # fast path: a complete manifest loads with no lock
         if m is not None:
             return m
+    show_builds(env)  # not a cache hit: a build (or a wait for one) may take tens of seconds
     cache.ensure_root()
     with locks.hold(env.lock_dir, spec.name, spec.backend, key, what=f"building {spec.name}",
                     timeout=env.lock_timeout) as wait_start:
@@ -66,11 +68,12 @@ def _build_locked(spec: ModuleSpec, cache: ModuleCache, env: JitEnv) -> Manifest
     log_path = build_dir / "build.log"
     (build_dir / "build.ninja").write_text(generate_ninja(spec, cache.library_name))
     jobs = default_jobs(env.max_jobs, spec.backend)
-    logger.info("%s: building for %s%s with %d job(s) in %s", spec.name, spec.backend,
-                f" ({','.join(spec.archs)})" if spec.archs else "", jobs, build_dir)
+    progress = BuildProgress(spec.name, spec.backend, spec.archs, [str(u.source) for u in spec.units])
+    progress.started(jobs, cache.artifact_dir)
+    logger.debug("%s: building in %s", spec.name, build_dir)
     start = time.monotonic()
     try:
-        returncode = run_ninja(build_dir, jobs, spec.name, log_path)
+        returncode = run_ninja(build_dir, jobs, log_path, progress)
     except OSError as e:
         raise cache.record_failure(build_dir, BuildError(
             spec.name, f"could not run ninja: {e}", log_path=str(log_path),
@@ -82,5 +85,5 @@ def _build_locked(spec: ModuleSpec, cache: ModuleCache, env: JitEnv) -> Manifest
                          first_error=first_error_line(text), log_path=str(log_path), hints=_hints(returncode))
         raise cache.record_failure(build_dir, err)
     m = cache.publish(build_dir, seconds)
-    logger.info("%s: built in %.1f s -> %s", spec.name, seconds, cache.artifact_dir)
+    progress.finished(seconds, cache.artifact_dir)
     return m

@@ -38,6 +38,18 @@ def parse_positive(name: str, value: Optional[str], kind=int):
     return parsed
 
 
+_LOG_LEVELS = {"debug": 10, "info": 20, "warning": 30, "warn": 30, "error": 40, "critical": 50}
+
+
+def parse_log_level(name: str, value: Optional[str]) -> Optional[int]:
+    if value is None or value.strip() == "":
+        return None
+    level = _LOG_LEVELS.get(value.strip().lower())
+    if level is None:
+        raise ValueError(f"{name}={value!r}: expected one of debug, info, warning, error, critical")
+    return level
+
+
 @dataclass(frozen=True)
 class JitEnv:
     cache_dir: Path          # AITER_LITE_CACHE_DIR, else ~/.cache/aiter_lite
@@ -54,6 +66,7 @@ class JitEnv:
     extra_configs: tuple[Path, ...]  # AITER_LITE_JIT_CONFIG: extra registry files (os.pathsep)
     autotune: bool = False   # AITER_LITE_AUTOTUNE: time the planner's top matmul configs on first use
     autotune_top_k: Optional[int] = None  # AITER_LITE_AUTOTUNE_TOP_K: how many (None: the tuner's default)
+    log_level: Optional[int] = None  # AITER_LITE_LOG: level of the build messages (None: info, on stderr)
 
 
 def _default_lock_dir() -> Path:
@@ -81,6 +94,7 @@ def read_env(environ: Mapping[str, str] = os.environ) -> JitEnv:
         extra_configs=extra,
         autotune=parse_bool("AITER_LITE_AUTOTUNE", get("AITER_LITE_AUTOTUNE")),
         autotune_top_k=parse_positive("AITER_LITE_AUTOTUNE_TOP_K", get("AITER_LITE_AUTOTUNE_TOP_K"), int),
+        log_level=parse_log_level("AITER_LITE_LOG", get("AITER_LITE_LOG")),
     )
 
 

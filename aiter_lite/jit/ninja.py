@@ -2,20 +2,21 @@
 from __future__ import annotations
 
 import ctypes
-import logging
 import os
+import queue
 import re
 import shlex
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .spec import ModuleSpec
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from .progress import BuildProgress
 
 _STATUS = re.compile(r"^\[(\d+)/(\d+) ([\d.]+)s\] (.*)$")
 
@@ -96,27 +97,40 @@ def _die_with_parent():
         pass
 
 
-def run_ninja(build_dir: Path, jobs: int, module: str, log_path: Path) -> int:
-    """Run ninja in build_dir, logging progress (file, n of m, seconds); returns its exit code.
-
-    The full output goes to log_path.
-    """
+def run_ninja(build_dir: Path, jobs: int, log_path: Path, progress: "BuildProgress") -> int:
+    """Run ninja in build_dir; returns its exit code. The full output goes to log_path; each finished
+    file goes to progress, and while a long compile runs, progress ticks at least every 10 s."""
     env = dict(os.environ, NINJA_STATUS="[%f/%t %es] ")
     cmd = [_ninja_binary(), "-C", str(build_dir), "-j", str(jobs)]
-    start = time.monotonic()
     with open(log_path, "w") as log:
         log.write(f"$ {_q(cmd)}\n")
         log.flush()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         assert proc.stdout is not None
-        for line in proc.stdout:
+        lines: "queue.Queue[Optional[str]]" = queue.Queue()
+        reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
+        reader.start()
+        while True:
+            try:
+                line = lines.get(timeout=max(0.05, progress.due()))
+            except queue.Empty:
+                progress.tick()
+                continue
+            if line is None:  # ninja closed its output
+                break
             log.write(line)
             m = _STATUS.match(line.rstrip())
             if m:
-                logger.info("%s: [%s/%s %.1fs] %s", module, m.group(1), m.group(2),
-                            time.monotonic() - start, m.group(4))
+                progress.step(int(m.group(1)), int(m.group(2)), m.group(4))
+        reader.join()
         return proc.wait()
+
+
+def _pump(stream, lines: "queue.Queue[Optional[str]]") -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
 
 
 def _ninja_binary() -> str:

@@ -198,20 +198,42 @@ def python_abi() -> str:
     return f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
+_TORCH_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+
+
 @functools.lru_cache(maxsize=None)
 def torch_version() -> str:
-    # The exact version string with its local tag (+cpu, +cu130, +rocm...) identifies the build and
-    # so its C++ ABI; our modules do not link torch at all (bindings are torch-free). Read without
-    # importing torch when it is not imported yet (keeps warm loads fast).
-    torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "__version__"):
-        return str(torch.__version__)
-    from importlib import metadata
+    """torch's version string exactly as `torch.__version__` has it, whether torch is imported or not.
 
+    The string with its local tag (+cpu, +cu130, +rocm...) identifies the build and so its C++ ABI; our
+    modules do not link torch at all (bindings are torch-free). It is read from torch/version.py of the
+    torch that `import torch` finds (or found), never from package metadata: metadata can say "2.11.0"
+    where torch.__version__ says "2.11.0+cu130" (a CLI prebuild would then use another key than the op
+    call). Reading the file does not import torch, which keeps warm loads fast."""
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        package_dir = Path(torch.__file__).parent
+    else:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec("torch")
+        except (ImportError, ValueError):
+            spec = None
+        locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+        if not locations:
+            return "none"
+        package_dir = Path(locations[0])
     try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return "none"
+        m = _TORCH_VERSION_LINE.search((package_dir / "version.py").read_text())
+    except OSError:
+        m = None
+    if m is not None:
+        return m.group(1)
+    # No readable version.py (an unusual install): import torch rather than guess, so both paths agree.
+    import torch
+
+    return str(torch.__version__)
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,7 +14,6 @@ from typing import Optional
 import torch
 
 from ..jit import get_module
-from ..tuning import autotune as _autotune
 from ._common import (DTYPE_CODES, backend_of, check_no_alias, check_same_device, check_tensor, on_device,
                       stream_of, use_direct_call)
 from .matmul_repack import maybe_repack
@@ -29,12 +28,18 @@ _TUNABLE = {VARIANTS[v]: v for v in ("auto", "tiled", "tensor_core", "wgmma") if
 __all__ = ["matmul", "matmul_ref", "matmul_plan", "VARIANTS"]
 
 
-@torch.compiler.assume_constant_result  # a global setting: a constant for dynamo, not traced
 def _tf32_allowed_globally() -> bool:
     precision = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
     if precision is not None:
         return precision == "tf32"
     return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
+# A global setting, so a constant for dynamo: it cannot trace the getter (a pybind function). This is
+# what @torch.compiler.assume_constant_result does, without the decorator: that imports torch._dynamo
+# (about 1 s) when this module is imported, i.e. on the first op call of every process.
+# tests/test_first_call.py checks that the decorator still sets this attribute.
+_tf32_allowed_globally._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
@@ -99,10 +104,24 @@ def _launch(a, b, out, allow_tf32: bool, variant: int, config: int) -> None:
     a3, b3, o3 = _kernel_operands(a, b, out, _may_use_tensor_cores(a, allow_tf32, variant))
     mod = get_module(MODULE, backend_of(a))
     with on_device(a):
-        if config == -1 and variant in _TUNABLE and a.is_cuda and _autotune.enabled():
-            config = _autotune.select_config(a3, b3, o3, allow_tf32, _TUNABLE[variant],
+        if config == -1 and variant in _TUNABLE and a.is_cuda and _autotune().enabled():
+            config = _autotune().select_config(a3, b3, o3, allow_tf32, _TUNABLE[variant],
                                              lambda x, y, z, c: _run(mod, x, y, z, allow_tf32, variant, c))
         _run(mod, a3, b3, o3, allow_tf32, variant, config)
+
+
+_tuner = None
+
+
+def _autotune():
+    """aiter_lite.tuning.autotune, imported on the first GPU call that may use it (its planner imports
+    cost tens of ms, which a CPU process never needs)."""
+    global _tuner
+    if _tuner is None:
+        from ..tuning import autotune
+
+        _tuner = autotune
+    return _tuner
 
 
 def _kernel_operands(a, b, out, tensor_core: bool = False):

@@ -109,7 +109,7 @@ H100_SXM = DeviceModel(
     mma_sync_fraction=0.65,
     mem_latency_s=700e-9,  # middle of the 600-800 ns loaded-latency range
     l2_bytes=50 * 1024 * KB,
-    l2_fill_bw=5.0e12,    # bench/mma_sync_ceiling.cu on an H100: 4.84-4.99 TB/s (the 4096^3 kernel: 4.9-5.2)
+    l2_fill_bw=5.0e12,    # bench/lab/mma_sync_ceiling.cu on an H100: 4.84-4.99 TB/s (the 4096^3 kernel: 4.9-5.2)
     notes="measured ceilings; mma.sync reaches ~0.65x the wgmma peak",
     **_SM80_PLUS_RULES,
 )

@@ -289,7 +289,7 @@ def evaluate(cfg: MatmulTileConfig, m: int, n: int, k: int, dtype, device="h100"
         smem_traffic = (cfg.warps * (wm + wn) + (cfg.bm + cfg.bn)) * cfg.bk * es
     t_smem = smem_traffic * resident / dev.smem_bw_per_sm()
     # The mma.sync kernels fill their tiles with cp.async from L2, whose rate the whole GPU shares
-    # (bench/mma_sync_ceiling.cu: on an H100 it, not the tensor pipe, bounds a 128 x 256 tile).
+    # (bench/lab/mma_sync_ceiling.cu: on an H100 it, not the tensor pipe, bounds a 128 x 256 tile).
     fill_bw = dev.l2_fill_bw_per_sm() if path in TC_PATHS else None
     t_l2 = (cfg.bm + cfg.bn) * cfg.bk * e * resident / fill_bw if fill_bw else 0.0
     slots = sms * resident

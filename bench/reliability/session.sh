@@ -2,11 +2,12 @@
 # Issue 7 in one device call: reliability under load and faults. Prints a short summary last; full
 # figures and logs go to $OUT (at most 8 files: summary.txt, ranks.json, ranks_2nodes.json,
 # pytest.txt, sanitize_summary.json, soak.json, logs.tgz).
+# Run it through the device runner, bench/gpu.sh, which passes the mode and the environment on:
 #
-#   bash bench/reliability/session.sh            # 1 GPU (nvidia-h100-x1): ~9 min
-#   bash bench/reliability/session.sh 2gpu       # 2 GPUs (nvidia-h200-x2): ~6 min
-#   SOAK_BG_MIN=10 bash bench/reliability/session.sh   # + a 10-min soak in the background (setsid),
-#   bash bench/reliability/session.sh collect          #   collected by a second call right after
+#   bench/gpu.sh reliability            # 1 GPU (nvidia-h100-x1): ~9 min
+#   bench/gpu.sh reliability 2gpu       # 2 GPUs (nvidia-h200-x2): ~6 min
+#   SOAK_BG_MIN=10 bench/gpu.sh reliability   # + a 10-min soak in the background (setsid),
+#   bench/gpu.sh reliability collect          #   collected by a second call right after
 #   RANKS_NPROC=4 bash bench/reliability/session.sh cpu  # the plumbing, on a machine without a GPU
 #
 # 1gpu phases (in this order, each under a timeout cut to the time left of BUDGET_S, default 570):
@@ -19,7 +20,7 @@
 #   soak on cuda:1 for $SOAK_MIN (default 1) minute.
 # Environment: PHASES=ranks,nodes,... to run a subset; BUDGET_S; SOAK_MIN; SOAK_BG_MIN; RANKS_NPROC;
 # W (work dir, default /tmp/aiter_rel); CACHE_DIR (default /tmp/aiter_rel_cache).
-# A long soak in a call of its own: PHASES=soak SOAK_MIN=9 BUDGET_S=590 bash bench/reliability/session.sh
+# A long soak in a call of its own: PHASES=soak SOAK_MIN=9 BUDGET_S=590 bench/gpu.sh reliability
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODE="${1:-1gpu}"

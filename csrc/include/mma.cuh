@@ -104,7 +104,7 @@ __device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (
 // 13 mantissa bits, which doubles the error of the product). Two forms:
 //   sm_90+ (default there): cvt.rn.tf32.f32, one F2FP.TF32 (round to nearest even; infinities and
 //     NaNs stay what they are). On the H100 it converts 52.4 elements per SM and clock, against 39.2
-//     for the two-instruction form below and 28.6 for cvt.rna (bench/tf32_round_rate.cu).
+//     for the two-instruction form below and 28.6 for cvt.rna (bench/lab/tf32_round_rate.cu).
 //   sm_80/86/89 (cvt.rn.tf32 needs sm_90), or AITER_LITE_TF32_ROUND_F2FP=0: round to nearest, ties
 //     away from zero, as cvt.rna.tf32.f32 gives it, in two instructions: FSETP and a predicated IADD
 //     of half a tf32 ulp (bit 12) to finite values, updating the loaded register in place (cvt.rna

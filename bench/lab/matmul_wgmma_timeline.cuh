@@ -1,11 +1,11 @@
 // Experiment (AITER_LITE_WGMMA_EXPERIMENT_TIMELINE = 1; module_matmul_timeline in
-// bench/jit_experiments.json, read by bench/wgmma_timeline.py): where a persistent wgmma CTA spends
-// its time. Lane 0 of consumer warpgroup 0's first warp records SM clock stamps (clock64, one counter
+// bench/lab/jit_experiments.json, read by bench/lab/wgmma_timeline.py): where a persistent wgmma CTA
+// spends its time. Lane 0 of consumer warpgroup 0's first warp records SM clock stamps (clock64, one counter
 // per SM) of its events into a per-CTA row of a device array, which print_rows prints afterwards:
 //   entry (taken by the producer thread at kernel entry), then per tile: first k-tile's data in
 //   shared memory, last wgmma done, epilogue done (up to kTimelineTiles tiles), then exit; plus the
 //   globaltimer (ns, GPU-wide) at entry and exit, to line the CTAs up against each other.
-// With the macro 0 (every shipped build) every call here compiles to nothing.
+// Only that build includes this header; csrc/kernels/matmul_wgmma.cuh has no-op hooks for every other.
 #pragma once
 
 #include <cstdint>

@@ -5,7 +5,7 @@ Nsight Compute (clocks locked) put issue 6's 4096^3 kernel level with cuBLAS in 
 do_bench at boost clocks put it ~1% behind; if the two run at different clocks under load, this shows
 it. Needs a CUDA GPU and nvidia-smi.
 
-    python bench/matmul_clocks.py [--shape 4096x4096x4096] [--dtype fp16] [--seconds 3] [--rounds 3]
+    python bench/lab/matmul_clocks.py [--shape 4096x4096x4096] [--dtype fp16] [--seconds 3] [--rounds 3]
 
 Prints one line per window (impl, TFLOP/s from CUDA events over the window, with a host sync every 10
 calls for both, median SM MHz and mean W from the samples after the window's first 0.5 s) and the
@@ -20,6 +20,7 @@ import time
 import torch
 
 import aiter_lite
+from aiter_lite.testing import dtype_name
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -42,7 +43,7 @@ def sample_smi(proc_out: str):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", default="4096x4096x4096")
-    p.add_argument("--dtype", default="fp16", choices=sorted(DTYPES))
+    p.add_argument("--dtype", default="fp16", type=lambda s: dtype_name(s, allowed=DTYPES), help="fp16 or bf16")
     p.add_argument("--seconds", type=float, default=3.0, help="length of one window")
     p.add_argument("--rounds", type=int, default=3, help="windows per implementation (alternating)")
     args = p.parse_args()

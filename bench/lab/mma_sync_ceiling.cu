@@ -1,7 +1,7 @@
 // How fast can an mma.sync m16n8k16 main loop go on this GPU, and what does filling its tiles from L2
 // cost it? (issue 5: the portable fp16/bf16 kernel, csrc/kernels/matmul_tc.cuh, stays near 440 TFLOP/s on an
 // H100 at 4096^3; this measures the ceilings above it.) Standalone:
-//   nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc/include -o /tmp/mma_sync_ceiling bench/mma_sync_ceiling.cu
+//   nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc/include -o /tmp/mma_sync_ceiling bench/lab/mma_sync_ceiling.cu
 // Every SM runs one block of 8 warps (the occupancy of configs 5-7), each warp a 64x64 tile of fp32
 // accumulators (4 x 8 mma tiles, as the kernel's warp tile), fp16 inputs. Per k-step of 16, forms:
 //   mma        32 mma.sync from fixed register fragments: the tensor pipe's own rate

@@ -1,8 +1,8 @@
 """Where a persistent wgmma CTA spends its time: runs the timeline experiment build
-(module_matmul_timeline: csrc/kernels/matmul_wgmma_timeline.cuh) a few times on one shape and prints,
+(module_matmul_timeline: bench/lab/matmul_wgmma_timeline.cuh) a few times on one shape and prints,
 over the CTAs of each call, how long each phase took in SM cycles.
 
-  AITER_LITE_JIT_CONFIG=bench/jit_experiments.json python bench/wgmma_timeline.py --shape 4096x4096x4096
+  AITER_LITE_JIT_CONFIG=bench/lab/jit_experiments.json python bench/lab/wgmma_timeline.py --shape 4096x4096x4096
 
 Phases per CTA (clock64 of consumer 0, relative to the kernel entry of the CTA's producer thread):
   start      entry -> the first tile's first k-tile in shared memory
@@ -107,9 +107,13 @@ def summarize(rows, k_tiles: int) -> None:
 
 
 def main() -> None:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from aiter_lite.testing import dtype_name
+
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", default="4096x4096x4096", help="MxNxK")
-    p.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
+    p.add_argument("--dtype", default="fp16", type=lambda s: dtype_name(s, allowed=("fp16", "bf16")),
+                   help="fp16 or bf16")
     p.add_argument("--config", type=int, default=21, help="a persistent wgmma config (default 21)")
     p.add_argument("--calls", type=int, default=3, help="recorded calls (after one warm-up call)")
     p.add_argument("--module", default="module_matmul_timeline")

@@ -2,7 +2,7 @@
 // CTA takes a whole SM's worth of shared memory (as every wgmma matmul config does). The persistent
 // wgmma kernel launches that many clusters; on an H100 the GPCs' SM counts decide how many SMs a
 // cluster size leaves idle.
-//   nvcc -arch=sm_90a -o /tmp/cluster_occupancy bench/cluster_occupancy.cu && /tmp/cluster_occupancy
+//   nvcc -arch=sm_90a -o /tmp/cluster_occupancy bench/lab/cluster_occupancy.cu && /tmp/cluster_occupancy
 #include <cstdio>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Forward conv builds side by side (the shipped module and experiment builds from
-bench/jit_experiments.json), against a copy of the same bytes and the 1 GiB copy ceiling.
+bench/lab/jit_experiments.json), against a copy of the same bytes and the 1 GiB copy ceiling.
 
 Each module's contiguous forward binding is called directly on the same random data, its output
 checked against the float64 reference (causal_conv1d_ref) first, then everything is timed with
@@ -11,7 +11,7 @@ middle 60% of do_bench's repetitions instead of their median: CUDA events tick i
 resolves differences below one step and, unlike a plain mean (--stat mean), ignores the repetitions
 a slow host call delayed (causal-conv1d's Python wrapper takes ~40 us per call).
 
-  AITER_LITE_JIT_CONFIG=bench/jit_experiments.json python bench/probe_conv_variants.py \\
+  AITER_LITE_JIT_CONFIG=bench/lab/jit_experiments.json python bench/lab/probe_conv_variants.py \\
       --modules module_causal_conv1d,<an experiment module of that file> --shapes fp16:8x5120x2048:4 --rounds 5
 
 A shape is dtype:BxDxL:W, with :cl appended for a channel-last x and out (stored [B, L, D]).
@@ -26,10 +26,11 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from aiter_lite.jit import get_module  # noqa: E402
 from aiter_lite.ops import causal_conv1d_ref  # noqa: E402
 from aiter_lite.ops._common import DTYPE_CODES  # noqa: E402
+from aiter_lite.testing import dtype_name  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -85,7 +86,7 @@ def main(argv=None) -> int:
         channel_last = layout == ["cl"]
         B, D, L = (int(v) for v in shape.split("x"))
         W = int(width)
-        dtype = DTYPES[dname]
+        dtype = DTYPES[dtype_name(dname)]
         x = torch.randn(B, D, L, device="cuda").to(dtype)
         if channel_last:  # stored [B, L, D], passed as a [B, D, L] view
             x = x.transpose(1, 2).contiguous().transpose(1, 2)

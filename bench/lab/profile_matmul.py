@@ -2,12 +2,12 @@
 for Nsight Compute.
 
   ncu --profile-from-start off -k regex:"nvjet|sm90|matmul_wgmma" --metrics gpu__time_duration.sum,... \\
-      python bench/profile_matmul.py --shape 4096x4096x4096 --dtype fp16 --modules module_matmul_base,module_matmul
+      python bench/lab/profile_matmul.py --shape 4096x4096x4096 --dtype fp16 --modules module_matmul_base,module_matmul
 
 Warms up (JIT builds, cuBLAS heuristics) outside the profiled range, then runs each implementation
 --repeat times between cudaProfilerStart/Stop, in the order cuBLAS, then the modules as listed
 (ncu's kernel list follows that order). Modules other than module_matmul come from registries in
-AITER_LITE_JIT_CONFIG (bench/make_base_module.py, bench/jit_experiments.json).
+AITER_LITE_JIT_CONFIG (bench/lab/make_base_module.py, bench/lab/jit_experiments.json).
 """
 import argparse
 import importlib
@@ -15,6 +15,7 @@ import importlib
 import torch
 
 import aiter_lite
+from aiter_lite.testing import dtype_name
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -22,7 +23,7 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", default="4096x4096x4096", help="MxNxK")
-    p.add_argument("--dtype", default="fp16", choices=sorted(DTYPES))
+    p.add_argument("--dtype", default="fp16", type=lambda s: dtype_name(s, allowed=DTYPES), help="fp16 or bf16")
     p.add_argument("--modules", default="module_matmul", help="comma-separated module_matmul builds")
     p.add_argument("--config", type=int, default=-1, help="matmul config (-1: the planner's)")
     p.add_argument("--repeat", type=int, default=1, help="profiled calls per implementation")

@@ -4,14 +4,18 @@
 Tells whether cuBLAS uses a stream-K or split-K schedule, a cluster shape or a tile size at the shapes
 the wgmma targets are measured on, which a tile-for-tile comparison needs.
 
-  python bench/cublas_kernel_names.py [--shapes 4096x4096x4096,8192x8192x8192] [--dtypes fp16,bf16]
+  python bench/lab/cublas_kernel_names.py [--shapes 4096x4096x4096,8192x8192x8192] [--dtypes fp16,bf16]
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from aiter_lite.testing import dtype_names  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
 
@@ -27,7 +31,7 @@ def main(argv=None) -> int:
     torch.backends.cuda.matmul.allow_tf32 = True
     for shape in args.shapes.split(","):
         m, n, k = (int(v) for v in shape.split("x"))
-        for name in args.dtypes.split(","):
+        for name in dtype_names(args.dtypes, allowed=DTYPES):
             a = torch.randn(m, k, device="cuda", dtype=DTYPES[name])
             b = torch.randn(k, n, device="cuda", dtype=DTYPES[name])
             for _ in range(3):

@@ -1,5 +1,5 @@
-// Throughput of the ways to round fp32 mma operands to tf32 (bench/gpu_mma_sync.sh builds and runs
-// this; standalone: nvcc -O3 -arch=sm_90a -o /tmp/tf32_round_rate bench/tf32_round_rate.cu).
+// Throughput of the ways to round fp32 mma operands to tf32 (`bench/gpu.sh lab/tf32_round_rate.cu` builds and runs
+// this; standalone: nvcc -O3 -arch=sm_90a -o /tmp/tf32_round_rate bench/lab/tf32_round_rate.cu).
 //
 // The mma.sync tf32 kernel rounds every fragment element it loads (csrc/include/mma.cuh, to_tf32):
 // one element per thread for every HMMA.1688 a warp issues in the default configs, so the rounding's

@@ -1,7 +1,7 @@
 """Chosen wgmma configs against cuBLAS on chosen shapes, in interleaved rounds, with and without the
 row repack (ops/matmul_repack.py) of operands whose rows are not 128-byte aligned.
 
-    python bench/probe_wgmma_configs.py --configs 17,21,27,28 --shapes 3000x3000x3000,4096x4096x4096 \
+    python bench/lab/probe_wgmma_configs.py --configs 17,21,27,28 --shapes 3000x3000x3000,4096x4096x4096 \
         [--dtypes bf16,fp16] [--rounds 3] [--no-repack] [--modules module_matmul,...] [--out probe.json]
 
 Each round times cuBLAS (torch.matmul), the default (config -1) and each listed config with
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -52,6 +52,7 @@ def main(argv=None) -> int:
 
     import aiter_lite
     from aiter_lite.ops.matmul import matmul_plan
+    from aiter_lite.testing import dtype_names
 
     ops_matmul = sys.modules["aiter_lite.ops.matmul"]
     modules = [m for m in args.modules.split(",") if m]
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
     print(f"{dev}, torch {torch.__version__}, repack {'off' if args.no_repack else 'on'}, B layout {args.b_layout}")
     records = []
     for m, n, k in shapes:
-        for name in args.dtypes.split(","):
+        for name in dtype_names(args.dtypes, allowed=DTYPES):
             dtype = DTYPES[name]
             a = torch.randn(m, k, device="cuda", dtype=dtype)
             b = torch.randn(k, n, device="cuda", dtype=dtype) if args.b_layout == "n" else \

@@ -6,9 +6,9 @@ entry from REV's jit_config.json, renamed <module>_base, its {csrc} paths pointi
 DEST goes to the GPU machine with the run (e.g. under the carried .peers/), and the run adds it to
 AITER_LITE_JIT_CONFIG; both builds then time in the same interleaved rounds:
 
-    python bench/make_base_module.py --rev HEAD --module module_matmul --dest .peers/base
+    python bench/lab/make_base_module.py --rev HEAD --module module_matmul --dest .peers/base
     # on the GPU machine:
-    AITER_LITE_JIT_CONFIG=$PWD/.peers/base/jit_base.json python bench/probe_wgmma_configs.py \\
+    AITER_LITE_JIT_CONFIG=$PWD/.peers/base/jit_base.json python bench/lab/probe_wgmma_configs.py \\
         --modules module_matmul_base,module_matmul --shapes 4096x4096x4096
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def export_csrc(rev: str, dest: Path) -> None:

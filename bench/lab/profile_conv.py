@@ -1,7 +1,7 @@
 """Profile target: one launch of each conv forward kernel on one shape, for Nsight Compute.
 
   ncu --profile-from-start off -k regex:causal_conv1d --section SpeedOfLight ... \
-      python bench/profile_conv.py --shape 8x5120x2048 --width 4 --dtype fp16
+      python bench/lab/profile_conv.py --shape 8x5120x2048 --width 4 --dtype fp16
 
 Warms up (JIT build, peer build) outside the profiled range, then runs each implementation once
 between cudaProfilerStart/Stop: aiter_lite dense, aiter_lite channel-last, and dao if .peers loads.
@@ -16,6 +16,7 @@ import torch
 
 import aiter_lite
 from aiter_lite.jit import get_module
+from aiter_lite.testing import dtype_name
 from aiter_lite.ops._common import DTYPE_CODES
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
@@ -25,7 +26,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", default="8x5120x2048")
     p.add_argument("--width", type=int, default=4)
-    p.add_argument("--dtype", default="fp16", choices=sorted(DTYPES))
+    p.add_argument("--dtype", default="fp16", type=dtype_name, help="fp16, bf16 or fp32")
     p.add_argument("--peers", default=".peers")
     p.add_argument("--modules", default="", help="comma-separated registered modules to profile as well")
     p.add_argument("--copy", action="store_true", help="also profile a copy of x's bytes")
