@@ -2,9 +2,12 @@
 reference over the unsplit input, and the per-rank workers run in spawned gloo processes."""
 from __future__ import annotations
 
+import multiprocessing
 import os
+import queue
 import random
 import socket
+import time
 import traceback
 from datetime import timedelta
 
@@ -149,6 +152,51 @@ def check_close(name, got, want, tol, where):
         i = int(err.flatten().argmax())
         raise AssertionError(f"{name}: relative error {float(err.max()):.3g} > {tol} at flat index {i} "
                              f"(got {float(got.flatten()[i])}, want {float(want.flatten()[i])}) ({where})")
+
+
+# Imported once by the forkserver, so each CPU test starts its ranks in well under a second (a spawned
+# process re-imports torch: seconds each on CI's two cores).
+FORKSERVER_PRELOAD = ["torch", "torch.distributed", "torch.fx.experimental.symbolic_shapes"]
+
+
+def run_ranks(world: int, job: str, arg=None, timeout: float = 60.0, backend: str = "gloo") -> dict:
+    """Runs JOBS[job] on `world` local ranks; returns {rank: (None or the error text, what the job returned)}.
+    gloo ranks come from a forkserver; NCCL ranks are spawned (never fork a process that may have used CUDA).
+    Raises TimeoutError naming the ranks that had not reported by the deadline (a hang); every rank is
+    stopped on the way out."""
+    if backend == "gloo":
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(FORKSERVER_PRELOAD)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=worker, args=(r, world, port, job, arg, results, backend), daemon=True)
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    out, deadline = {}, time.monotonic() + timeout
+    try:
+        while len(out) < world:
+            try:
+                rank, err, value = results.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                missing = sorted(set(range(world)) - set(out))
+                raise TimeoutError(f"ranks {missing} did not finish {job!r} within {timeout} s (a hang); "
+                                   f"the others reported {out}") from None
+            out[rank] = (err, value)
+    finally:
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    return out
+
+
+def assert_all_passed(results: dict) -> None:
+    failed = {r: e for r, (e, _) in results.items() if e is not None}
+    assert not failed, "\n".join(f"rank {r}: {e}" for r, e in sorted(failed.items()))
 
 
 def free_port() -> int:

@@ -2,15 +2,12 @@
 reference over the unsplit input (outputs, and x/weight/bias gradients), plus the plan on its own and
 the errors every rank must raise together (within a time limit: a hang fails the test).
 
-Processes come from a forkserver that has imported torch once per session (a spawned process
-re-imports torch: seconds each on CI's two cores); each test then starts its ranks in well under a second.
+Processes come from a forkserver that has imported torch once per session (cp_workers.run_ranks); a rank
+that does not report within the time limit fails the test.
 """
 from __future__ import annotations
 
-import multiprocessing
-import queue
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,42 +17,7 @@ import cp_workers  # noqa: E402
 
 from aiter_lite.distributed.plan import make_plan  # noqa: E402
 
-_PRELOAD = ["torch", "torch.distributed", "torch.fx.experimental.symbolic_shapes"]
-
-
-def run_ranks(world: int, job: str, arg=None, timeout: float = 60.0) -> dict:
-    """Runs cp_workers.JOBS[job] on `world` gloo ranks; returns {rank: (None or the error text, its result)}.
-    A rank that has not reported by the deadline fails the test (and every rank is stopped)."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(_PRELOAD)
-    results = ctx.Queue()
-    port = cp_workers.free_port()
-    procs = [ctx.Process(target=cp_workers.worker, args=(r, world, port, job, arg, results), daemon=True)
-             for r in range(world)]
-    for p in procs:
-        p.start()
-    out, deadline = {}, time.monotonic() + timeout
-    try:
-        while len(out) < world:
-            try:
-                rank, err, value = results.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                missing = sorted(set(range(world)) - set(out))
-                pytest.fail(f"ranks {missing} did not finish {job!r} within {timeout} s (a hang); "
-                            f"the others reported {out}")
-            out[rank] = (err, value)
-    finally:
-        for p in procs:
-            p.join(5)
-            if p.is_alive():
-                p.kill()
-                p.join()
-    return out
-
-
-def assert_all_passed(results: dict) -> None:
-    failed = {r: e for r, (e, _) in results.items() if e is not None}
-    assert not failed, "\n".join(f"rank {r}: {e}" for r, e in sorted(failed.items()))
+run_ranks, assert_all_passed = cp_workers.run_ranks, cp_workers.assert_all_passed
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,10 +3,7 @@ plain op, and the general path within tolerance), and (marker multigpu) two GPUs
 reference over the unsplit input. Each runs in fresh spawned processes (one per GPU)."""
 from __future__ import annotations
 
-import multiprocessing
-import queue
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,30 +15,8 @@ import cp_workers  # noqa: E402
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 
-def run_nccl(world: int, job: str, arg=None, timeout: float = 240.0) -> None:
-    ctx = multiprocessing.get_context("spawn")  # CUDA: never fork a process that may have touched it
-    results = ctx.Queue()
-    port = cp_workers.free_port()
-    procs = [ctx.Process(target=cp_workers.worker, args=(r, world, port, job, arg, results, "nccl"), daemon=True)
-             for r in range(world)]
-    for p in procs:
-        p.start()
-    out, deadline = {}, time.monotonic() + timeout
-    try:
-        while len(out) < world:
-            try:
-                rank, err, _ = results.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"ranks {sorted(set(range(world)) - set(out))} did not finish {job!r} in {timeout} s")
-            out[rank] = err
-    finally:
-        for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
-                p.join()
-    failed = {r: e for r, e in out.items() if e is not None}
-    assert not failed, "\n".join(f"rank {r}: {e}" for r, e in sorted(failed.items()))
+def run_nccl(world: int, job: str, arg=None) -> None:
+    cp_workers.assert_all_passed(cp_workers.run_ranks(world, job, arg, timeout=240, backend="nccl"))
 
 
 def test_world_size_one_over_nccl_is_the_plain_op():

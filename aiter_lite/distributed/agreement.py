@@ -73,23 +73,21 @@ def local_row(width, layout, cu_seqlens, local_len) -> tuple:
         if row[_ERR] == 0:
             row[_ERR], row[_DETAIL] = code, detail
 
-    if not _is_int(width):
-        fail(1)
-    elif width < 1:
-        fail(2, width)
-    else:
-        row[_W] = width
+    def positive_int(value, index, type_code, value_code):
+        if not _is_int(value):
+            fail(type_code)
+        elif value < 1:
+            fail(value_code, value)
+        else:
+            row[index] = value
+
+    positive_int(width, _W, 1, 2)
     if layout in LAYOUTS:
         row[_LAYOUT] = LAYOUTS.index(layout)
     else:
         fail(3)
     if local_len is not None:
-        if not _is_int(local_len):
-            fail(4)
-        elif local_len < 1:
-            fail(5, local_len)
-        else:
-            row[_LOCAL] = local_len
+        positive_int(local_len, _LOCAL, 4, 5)
     values = None
     row[_PACKED] = int(cu_seqlens is not None)
     if cu_seqlens is not None:
