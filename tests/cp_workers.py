@@ -75,7 +75,7 @@ def random_case(rng: random.Random, world: int, index: int) -> dict:
     """One configuration, the same on every rank (same seed)."""
     layout = rng.choice(["contiguous", "zigzag"])
     packed = rng.random() < 0.5
-    width = rng.choice([2, 3, 4, 4, 5, 7])
+    width = rng.choice([1, 2, 3, 4, 4, 5, 7])
     dim = rng.choice([3, 8])
     batch = 1 if packed else rng.choice([1, 2, 3])
     if layout == "zigzag":
