@@ -152,8 +152,9 @@ def causal_conv1d_cp(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     _check(x, weight, ctx)
     if bias is not None and isinstance(bias, torch.Tensor) and bias.numel() == 0:
         bias = None
-    if ctx.passthrough:
-        return local_op.forward(x, weight, bias, activation, seq_idx=ctx.seq_idx(x.device, x.shape[0], plain=True))
+    if ctx.passthrough:  # fixed-length rows need no seq_idx: skip its lookup (host time is what this path costs)
+        return local_op.forward(x, weight, bias, activation,
+                                seq_idx=ctx.seq_idx(x.device, 1, plain=True) if ctx.packed else None)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
                                     or (bias is not None and bias.requires_grad)):
         return _CPCausalConv1d.apply(x, weight, bias, activation, ctx)

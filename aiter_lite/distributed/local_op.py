@@ -12,15 +12,21 @@ from __future__ import annotations
 import torch
 
 
-def forward(x, weight, bias, activation, *, initial_states=None, seq_idx=None):
-    from ..ops.causal_conv1d import causal_conv1d
+_conv = None  # aiter_lite.causal_conv1d, imported on first use (aiter_lite.ops imports this package's users)
 
+
+def forward(x, weight, bias, activation, *, initial_states=None, seq_idx=None):
+    global _conv
+    if _conv is None:
+        from ..ops.causal_conv1d import causal_conv1d as _conv
+    if initial_states is None and seq_idx is None:
+        return _conv(x, weight, bias, activation)
     extra = {}  # only what is used: a fixed-length chunk needs neither
     if initial_states is not None:
         extra["initial_states"] = initial_states
     if seq_idx is not None:
         extra["seq_idx"] = seq_idx
-    return causal_conv1d(x, weight, bias, activation, **extra)
+    return _conv(x, weight, bias, activation, **extra)
 
 
 def backward(x, weight, bias, activation, dout, *, initial_states, seq_idx, need):
