@@ -48,7 +48,7 @@ def main() -> None:
     torch.cuda.set_device(0)
     dist.init_process_group("nccl", rank=0, world_size=1)
     dtype, width = getattr(torch, args.dtype), args.width
-    rows = []
+    rows, checks = [], []
     for shape in args.shapes.split(","):
         b, d, length = (int(v) for v in shape.split("x"))
         length -= length % 2
@@ -77,6 +77,14 @@ def main() -> None:
                 torch.autograd.grad(out, (x, w, bias), dout)
             return run
 
+        reference = fwd({})(*inputs[0])
+        for name, kw in variants.items():  # correctness first: world size 1 must be the plain op, bit for bit
+            try:
+                got = fwd(kw)(*inputs[0])
+                checks.append((shape, name, "equal" if torch.equal(got, reference) else
+                               f"max |diff| {(got.float() - reference.float()).abs().max().item():.3g}"))
+            except Exception as e:  # noqa: BLE001
+                checks.append((shape, name, f"n/a ({type(e).__name__})"))
         for mode, make in (("fwd", fwd), ("fwd+bwd", fwd_bwd)):
             base = None
             for name, kw in variants.items():
@@ -88,6 +96,9 @@ def main() -> None:
                 base = t if name == "plain" else base
                 ratio = f"{t / base:.3f}" if base else ""
                 rows.append((shape, mode, name, f"{t:.1f}", ratio))
+    print("\nforward output against the plain op's:")
+    for c in checks:
+        print("  ", *c)
     print(f"\n{torch.cuda.get_device_name()} torch {torch.__version__} {args.dtype} width {width} SiLU+bias; "
           "median us per eager call (host+GPU), ratio to plain")
     print("| shape | pass | variant | us/call | vs plain |\n| --- | --- | --- | --- | --- |")
