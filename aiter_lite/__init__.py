@@ -8,7 +8,8 @@ __version__ = "0.1.0"
 
 from .errors import AiterLiteError, BuildError, RegistryError  # noqa: E402
 
-_OPS = ("causal_conv1d", "causal_conv1d_fwd", "causal_conv1d_update", "matmul")
+_OPS = ("causal_conv1d", "causal_conv1d_fn", "causal_conv1d_fwd", "causal_conv1d_update", "causal_conv1d_varlen",
+        "causal_conv1d_varlen_states", "matmul")
 
 __all__ = ["__version__", "AiterLiteError", "BuildError", "RegistryError", "ops", *_OPS]
 

@@ -1,5 +1,6 @@
-"""Helpers of tests/test_distributed_cp.py: a pure-torch stand-in of the conv op, the float64
-reference over the unsplit input, and the per-rank workers run in spawned gloo processes."""
+"""Helpers of the CP tests (tests/test_distributed_cp.py, tests/test_gpu_distributed_cp.py): the float64
+reference over the unsplit input (a pure-torch conv with the op's contract), and the per-rank workers
+run in local processes (gloo on the CPU, NCCL on GPUs), each rank running the real op."""
 from __future__ import annotations
 
 import multiprocessing
@@ -21,7 +22,7 @@ import aiter_lite.distributed  # noqa: F401
 
 
 def standin_conv(x, weight, bias=None, activation=None, *, initial_states=None, seq_idx=None):
-    """causal_conv1d with the contract of csrc/include/causal_conv1d_params.h, differentiable through
+    """The reference: causal_conv1d with the contract of csrc/include/causal_conv1d_params.h, differentiable through
     torch: initial_states [B, D, W-1] is the window before t=0 and continues the row's first segment only;
     a window never reads across a change of seq_idx. Accumulates in fp32 (fp64 for fp64 input)."""
     batch, dim, length = x.shape
@@ -41,17 +42,6 @@ def standin_conv(x, weight, bias=None, activation=None, *, initial_states=None, 
     if activation in ("silu", "swish"):
         out = F.silu(out)
     return out.to(x.dtype)
-
-
-def standin_backward(x, weight, bias, activation, dout, *, initial_states, seq_idx, need):
-    """local_op.backward of the stand-in, through torch's autograd."""
-    with torch.enable_grad():
-        leaves = [t.detach().requires_grad_(n) if t is not None else None
-                  for t, n in zip((x, weight, bias, initial_states), need)]
-        out = standin_conv(*leaves[:3], activation, initial_states=leaves[3], seq_idx=seq_idx)
-        wanted = [t for t, n in zip(leaves, need) if t is not None and n]
-        grads = iter(torch.autograd.grad(out, wanted, dout))
-    return tuple(next(grads) if t is not None and n else None for t, n in zip(leaves, need))
 
 
 def global_seq_idx(cu_seqlens, total):
@@ -209,7 +199,7 @@ DEVICE = torch.device("cpu")  # where the ranks' tensors live: cuda:<rank> under
 
 
 def init_group(rank: int, world: int, port: int, backend: str = "gloo", timeout_s: float = 30) -> None:
-    """gloo: CPU tensors and the pure-torch stand-in of the op; nccl: one GPU per rank and the real op."""
+    """gloo: CPU tensors; nccl: one GPU per rank."""
     global DEVICE
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
@@ -218,11 +208,6 @@ def init_group(rank: int, world: int, port: int, backend: str = "gloo", timeout_
         DEVICE = torch.device("cuda", rank)
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=timedelta(seconds=timeout_s))
-    if backend == "gloo":
-        from aiter_lite.distributed import local_op
-
-        # until the real op (initial_states, seq_idx, backward) is in main
-        local_op.forward, local_op.backward = standin_conv, standin_backward
 
 
 def worker(rank: int, world: int, port: int, job: str, arg, results, backend: str = "gloo") -> None:
@@ -311,6 +296,8 @@ def job_bad_calls(rank, world, _):
                  initial_states=torch.zeros(2, 3, 3))
     expect_error(ValueError, "return_final_states cannot be combined", causal_conv1d_cp, x, w, cp_context=ctx,
                  return_final_states=True)
+    expect_error(ValueError, "seq_idx cannot be combined with cp_context", aiter_lite.causal_conv1d_fn, x, w,
+                 seq_idx=seq_idx, cp_context=ctx)  # the public entries hand the arguments over
     packed = build_cp_context(4, cu_seqlens=[0, 5, 12])
     expect_error(ValueError, "[1, dim, local_len]", causal_conv1d_cp, x, w, cp_context=packed)
     solo = dist.new_group([0])

@@ -100,6 +100,76 @@ CASES = [
      ValueError, "conv_state_indices"),
     ("update state aliases x", lambda e: (lambda s: aiter_lite.causal_conv1d_update(s[:, :, :1], s, e.w))(
         e.X(B_, W, 3)), ValueError, "conv_state"),
+    # States, packed sequences, serving prefill (issue 19)
+    ("conv initial_states dtype", lambda e: aiter_lite.causal_conv1d(e.x, e.w, initial_states=e.X(B_, W, 3, dtype=f16)),
+     TypeError, "initial_states"),
+    ("conv initial_states shape", lambda e: aiter_lite.causal_conv1d(e.x, e.w, initial_states=e.X(B_, W, 4)),
+     ValueError, "initial_states"),
+    ("conv initial_states not tensor", lambda e: aiter_lite.causal_conv1d(e.x, e.w, initial_states=[0.0]),
+     TypeError, "initial_states"),
+    ("conv final_states_out shape", lambda e: aiter_lite.causal_conv1d(
+        e.x, e.w, return_final_states=True, final_states_out=e.X(B_, W, 2)), ValueError, "final_states_out"),
+    ("conv final_states_out dtype", lambda e: aiter_lite.causal_conv1d(
+        e.x, e.w, return_final_states=True, final_states_out=e.X(B_, W, 3, dtype=bf16)), TypeError,
+     "final_states_out"),
+    ("conv final_states_out overlaps x", lambda e: (lambda buf: aiter_lite.causal_conv1d(
+        buf[:, :, :L], e.w, return_final_states=True, final_states_out=buf[:, :, L - 3:]))(e.X(B_, W, L + 3)),
+     ValueError, "final_states_out"),
+    ("conv return_final_states not bool", lambda e: aiter_lite.causal_conv1d(e.x, e.w, return_final_states="yes"),
+     TypeError, "return_final_states"),
+    ("conv seq_idx int64", lambda e: aiter_lite.causal_conv1d(
+        e.x, e.w, seq_idx=torch.zeros(B_, L, dtype=torch.int64, device=e.device)), TypeError, "seq_idx"),
+    ("conv seq_idx shape", lambda e: aiter_lite.causal_conv1d(
+        e.x, e.w, seq_idx=torch.zeros(B_, L + 1, dtype=torch.int32, device=e.device)), ValueError, "seq_idx"),
+    ("conv seq_idx decreasing", lambda e: aiter_lite.causal_conv1d(
+        e.x, e.w, seq_idx=torch.arange(L, 0, -1, dtype=torch.int32, device=e.device).expand(B_, L)), ValueError,
+     "seq_idx"),
+    ("conv_fn bad activation", lambda e: aiter_lite.causal_conv1d_fn(e.x, e.w, activation="gelu"), ValueError,
+     "activation"),
+    ("varlen_states x 3-D", lambda e: aiter_lite.causal_conv1d_varlen_states(
+        e.x, torch.tensor([0, 2], dtype=torch.int32, device=e.device), 3), ValueError, "x"),
+    ("varlen_states cu_seqlens int64", lambda e: aiter_lite.causal_conv1d_varlen_states(
+        e.X(L, W), torch.tensor([0, 2], device=e.device), 3), TypeError, "cu_seqlens"),
+    ("varlen_states cu_seqlens decreasing", lambda e: aiter_lite.causal_conv1d_varlen_states(
+        e.X(L, W), torch.tensor([0, 5, 2], dtype=torch.int32, device=e.device), 3), ValueError, "cu_seqlens"),
+    ("varlen_states cu_seqlens past x", lambda e: aiter_lite.causal_conv1d_varlen_states(
+        e.X(L, W), torch.tensor([0, L + 1], dtype=torch.int32, device=e.device), 3), ValueError, "cu_seqlens"),
+    ("varlen_states state_len negative", lambda e: aiter_lite.causal_conv1d_varlen_states(
+        e.X(L, W), torch.tensor([0, 2], dtype=torch.int32, device=e.device), -1), TypeError, "state_len"),
+    ("varlen query_start_loc int64", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, query_start_loc=torch.tensor([0, L], device=e.device)), TypeError, "query_start_loc"),
+    ("varlen query_start_loc decreasing", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, query_start_loc=torch.tensor([0, 9, 4], dtype=torch.int32, device=e.device)), ValueError,
+     "query_start_loc"),
+    ("varlen query_start_loc with 3-D x", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.x, e.w, query_start_loc=torch.tensor([0, L], dtype=torch.int32, device=e.device)), ValueError,
+     "query_start_loc"),
+    ("varlen conv_states dtype", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, None, e.X(4, W, 3, dtype=bf16)), TypeError, "conv_states"),
+    ("varlen conv_states too short", lambda e: aiter_lite.causal_conv1d_varlen(e.X(W, L), e.w, None, e.X(4, W, 2)),
+     ValueError, "conv_states"),
+    ("varlen cache_indices past the pool", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, None, e.X(4, W, 3), torch.tensor([0, 5, L], dtype=torch.int32, device=e.device),
+        torch.tensor([1, 4], dtype=torch.int32, device=e.device)), ValueError, "cache_indices"),
+    ("varlen cache_indices int64", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, None, e.X(4, W, 3), torch.tensor([0, L], dtype=torch.int32, device=e.device),
+        torch.tensor([1], device=e.device)), TypeError, "cache_indices"),
+    ("varlen has_initial_state not bool", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, None, e.X(4, W, 3), torch.tensor([0, L], dtype=torch.int32, device=e.device), None,
+        torch.ones(1, dtype=torch.int32, device=e.device)), TypeError, "has_initial_state"),
+    ("varlen has_initial_state shape", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, None, e.X(4, W, 3), torch.tensor([0, L], dtype=torch.int32, device=e.device), None,
+        torch.ones(2, dtype=torch.bool, device=e.device)), ValueError, "has_initial_state"),
+    ("varlen has_initial_state without pool", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, None, None, None, None, torch.ones(1, dtype=torch.bool, device=e.device)), ValueError,
+     "has_initial_state"),
+    ("varlen pool too small", lambda e: aiter_lite.causal_conv1d_varlen(
+        e.X(W, L), e.w, None, e.X(1, W, 3), torch.tensor([0, 3, L], dtype=torch.int32, device=e.device)),
+     ValueError, "conv_states"),
+    ("varlen conv_states aliases x", lambda e: (lambda buf: aiter_lite.causal_conv1d_varlen(
+        buf[0, :, :L], e.w, None, buf[:, :, L - 3:]))(e.X(1, W, L + 3)), ValueError, "conv_states"),
+    ("varlen pad_slot_id not int", lambda e: aiter_lite.causal_conv1d_varlen(e.X(W, L), e.w, pad_slot_id=1.5),
+     TypeError, "pad_slot_id"),
     ("matmul a not tensor", lambda e: aiter_lite.matmul("a", e.b), TypeError, "a"),
     ("matmul a 1-D", lambda e: aiter_lite.matmul(e.X(6), e.b), ValueError, "a"),
     ("matmul b 4-D", lambda e: aiter_lite.matmul(e.a, e.X(1, 1, 6, 7)), ValueError, "b"),
@@ -174,6 +244,17 @@ def _mixed_cases():
         ("update conv_state_indices", lambda m, o: aiter_lite.causal_conv1d_update(
             m.X(B_, W), m.state, m.w, conv_state_indices=torch.zeros(B_, dtype=torch.int32, device=o.device)),
          "conv_state_indices"),
+        ("conv initial_states", lambda m, o: aiter_lite.causal_conv1d(m.x, m.w, initial_states=o.state),
+         "initial_states"),
+        ("conv seq_idx", lambda m, o: aiter_lite.causal_conv1d(
+            m.x, m.w, seq_idx=torch.zeros(B_, L, dtype=torch.int32, device=o.device)), "seq_idx"),
+        ("varlen conv_states", lambda m, o: aiter_lite.causal_conv1d_varlen(m.X(W, L), m.w, None, o.state),
+         "conv_states"),
+        ("varlen query_start_loc", lambda m, o: aiter_lite.causal_conv1d_varlen(
+            m.X(W, L), m.w, query_start_loc=torch.tensor([0, L], dtype=torch.int32, device=o.device)),
+         "query_start_loc"),
+        ("varlen_states cu_seqlens", lambda m, o: aiter_lite.causal_conv1d_varlen_states(
+            m.X(L, W), torch.tensor([0, L], dtype=torch.int32, device=o.device), 3), "cu_seqlens"),
         ("matmul b", lambda m, o: aiter_lite.matmul(m.a, o.b), "b"),
         ("matmul a", lambda m, o: aiter_lite.matmul(o.a, m.b), "b"),
         ("matmul out", lambda m, o: aiter_lite.matmul(m.a, m.b, o.X(5, 7)), "out"),

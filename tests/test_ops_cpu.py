@@ -164,3 +164,15 @@ def test_matmul_cluster_slots_without_a_gpu():
         assert matmul_cluster_slots(2) == 0
     with pytest.raises(ValueError, match="size"):
         matmul_cluster_slots(3, "cpu")
+
+
+@pytest.mark.parametrize("which", ["x", "weight", "bias"])
+def test_conv_requires_grad_is_never_cut_silently(which):
+    """The functional form differentiates; the out= form (not differentiable) raises."""
+    tensors = {"x": torch.randn(2, 4, 9), "weight": torch.randn(4, 3), "bias": torch.randn(4)}
+    tensors[which].requires_grad_()
+    assert aiter_lite.causal_conv1d(tensors["x"], tensors["weight"], tensors["bias"]).requires_grad
+    with pytest.raises(RuntimeError, match=which):
+        aiter_lite.causal_conv1d_fwd(torch.empty(2, 4, 9), tensors["x"], tensors["weight"], tensors["bias"])
+    with torch.no_grad():
+        assert not aiter_lite.causal_conv1d(tensors["x"], tensors["weight"], tensors["bias"]).requires_grad

@@ -1,29 +1,43 @@
-"""Causal depthwise conv1d (Mamba style): forward with bias and SiLU, and the decode-step update.
+"""Causal depthwise conv1d (Mamba style): the public API.
+
+- causal_conv1d: forward with bias, SiLU, initial/final states and packed sequences (seq_idx);
+  differentiable. causal_conv1d_fn / causal_conv1d_update / causal_conv1d_varlen_states: drop-ins for
+  causal-conv1d 1.7. causal_conv1d_varlen: serving prefill with a state pool, in vLLM's conventions.
+  causal_conv1d_fwd: AIter-style out= forward (not differentiable).
 
 Public functions check every argument, then launch the module for the tensors' device. Eager calls
-go straight to the launcher; under torch.compile or the profiler they go through the registered
-torch.library ops (aiter_lite::causal_conv1d_fwd, ::causal_conv1d_update), which call the same
-launchers.
+whose inputs need no gradient go straight to the launcher; under torch.compile, the profiler or autograd
+they go through the registered torch.library ops (_library.py, _conv_autograd.py), which call the same
+launchers. Checks of the new arguments: _conv_checks.py; launchers: _conv_launch.py; float64
+references: causal_conv1d_ref.py.
 """
 from __future__ import annotations
 
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 
 from ..jit import get_module
+from . import _conv_checks as checks
+from ._conv_launch import launch_fwd_states, launch_varlen, launch_varlen_states, new_final_states
+from .causal_conv1d_ref import (causal_conv1d_ref, causal_conv1d_update_ref, causal_conv1d_varlen_ref,
+                                causal_conv1d_varlen_states_ref)
 from ._common import (_GPU_BACKEND, DTYPE_CODES, _current_device, _is_compiling, _profiler_enabled, _raw_stream,
-                      backend_of, check_index_tensor,
-                      check_no_alias, check_same_device, check_tensor, current_device_index, device_and_stream,
-                      on_device, use_direct_call)
+                      backend_of, check_index_tensor, check_no_alias, check_same_device, check_tensor,
+                      current_device_index, device_and_stream, on_device, use_direct_call)
 
 MODULE = "module_causal_conv1d"
 VARIANTS = {"auto": 0, "naive": 1, "shared": 2, "vectorized": 3}
 _ACTIVATIONS = (None, "silu", "swish")
 
-__all__ = ["causal_conv1d", "causal_conv1d_fwd", "causal_conv1d_update", "causal_conv1d_ref",
-           "causal_conv1d_update_ref", "VARIANTS"]
+__all__ = ["causal_conv1d", "causal_conv1d_fn", "causal_conv1d_fwd", "causal_conv1d_update",
+           "causal_conv1d_varlen", "causal_conv1d_varlen_states", "causal_conv1d_ref", "causal_conv1d_update_ref",
+           "causal_conv1d_varlen_ref", "causal_conv1d_varlen_states_ref", "ActivationError", "VARIANTS"]
+
+
+class ActivationError(ValueError, NotImplementedError):
+    """An unsupported activation. A ValueError like every bad argument here, and a NotImplementedError
+    like causal-conv1d's, so code written against either catches it."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -32,7 +46,7 @@ __all__ = ["causal_conv1d", "causal_conv1d_fwd", "causal_conv1d_update", "causal
 
 def _silu_flag(activation) -> bool:
     if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be None or 'silu', got {activation!r}")
+        raise ActivationError(f"activation must be None, 'silu' or 'swish', got {activation!r}")
     return activation is not None
 
 
@@ -99,6 +113,24 @@ def _check_fwd(out, x, weight, bias, use_silu, variant) -> Optional[torch.Tensor
     _variant_code(variant)
     backend_of(x)
     return bias
+
+
+_grad_enabled = torch.is_grad_enabled
+
+
+def _needs_grad(*tensors) -> bool:
+    return _grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _check_no_grad(op: str, why: str, **tensors) -> None:
+    """A call of a forward-only op whose inputs require grad raises rather than cutting the gradient
+    silently (the output would have requires_grad=False)."""
+    if not _grad_enabled():
+        return
+    for name, t in tensors.items():
+        if t is not None and t.requires_grad:
+            raise RuntimeError(f"{op}: {name} requires grad, but {op} is not differentiable ({why}); "
+                               "call it under torch.no_grad() or detach the inputs")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,6 +226,9 @@ def _launch_fwd_fast(out, x, weight, bias, use_silu, variant):
         v = VARIANTS.get(variant)
         if v is None or _is_compiling() or _profiler_enabled():
             return None
+        if _grad_enabled() and (x.requires_grad or weight.requires_grad
+                                or (bias is not None and bias.requires_grad)):
+            return None
         if x.is_cuda:
             dev = x.get_device()
             if (weight.get_device() != dev or (not fresh_out and out.get_device() != dev)
@@ -242,6 +277,8 @@ def causal_conv1d_fwd(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
         return out
     if not _well_formed_fwd(out, x, weight, bias, use_silu, variant):
         bias = _check_fwd(out, x, weight, bias, use_silu, variant)
+    _check_no_grad("causal_conv1d_fwd", "it writes into out; use causal_conv1d for training", x=x, weight=weight,
+                   bias=bias)
     if use_direct_call():
         _launch_fwd(out, x, weight, bias, use_silu, VARIANTS[variant])
     else:
@@ -250,24 +287,172 @@ def causal_conv1d_fwd(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
 
 
 def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
-                  activation: Optional[str] = None, *, variant: str = "auto", cp_context=None) -> torch.Tensor:
-    """Functional forward: returns a new tensor laid out like x. activation: None or "silu".
-    cp_context: x is this rank's chunk of a sequence split over a process group (aiter_lite.distributed)."""
+                  activation: Optional[str] = None, *, initial_states: Optional[torch.Tensor] = None,
+                  return_final_states: bool = False, final_states_out: Optional[torch.Tensor] = None,
+                  seq_idx: Optional[torch.Tensor] = None, variant: str = "auto", cp_context=None):
+    """Functional forward, differentiable: returns a new tensor laid out like x, or (out, final_states)
+    with return_final_states. activation: None, "silu" or "swish".
+
+    initial_states [batch, dim, width-1] (x's dtype, any strides): what the window reads before t = 0.
+    seq_idx (int32 [batch, seqlen], non-decreasing per row): packed sequences; no window reads across a
+    change of index (each sequence starts from zeros; initial_states continue the row's first one).
+    return_final_states: also return the last width-1 inputs of each row's last sequence (left-padded with
+    its initial window or zeros), [batch, dim, width-1] laid out like x, or written into final_states_out
+    (ignored when return_final_states is False, as in causal-conv1d).
+    cp_context: x is this rank's chunk of a sequence split over a process group (aiter_lite.distributed).
+    """
     if cp_context is not None:
         from ..distributed.function import causal_conv1d_cp
-        return causal_conv1d_cp(x, weight, bias, activation, cp_context=cp_context)
+        return causal_conv1d_cp(x, weight, bias, activation, cp_context=cp_context, seq_idx=seq_idx,
+                                initial_states=initial_states, return_final_states=return_final_states,
+                                final_states_out=final_states_out)
     use_silu = _silu_flag(activation)
-    out = _launch_fwd_fast(None, x, weight, bias, use_silu, variant)
-    if out is not None:
-        return out
-    if not _well_formed_fwd(x, x, weight, bias, use_silu, variant):
-        check_tensor("x", x, ndim=(3,))
-        bias = _check_fwd(x, x, weight, bias, use_silu, variant)
-    if use_direct_call():
+    if initial_states is None and seq_idx is None and not return_final_states:
+        out = _launch_fwd_fast(None, x, weight, bias, use_silu, variant)
+        if out is not None:
+            return out
+        if not _well_formed_fwd(x, x, weight, bias, use_silu, variant):
+            check_tensor("x", x, ndim=(3,))
+            bias = _check_fwd(x, x, weight, bias, use_silu, variant)
+        if use_direct_call() and not _needs_grad(x, weight, bias):
+            out = torch.empty_like(x)
+            _launch_fwd(out, x, weight, bias, use_silu, VARIANTS[variant], fresh_out=True)
+            return out
+        return torch.ops.aiter_lite.causal_conv1d(x, weight, bias, use_silu, VARIANTS[variant])
+    return _forward_with_states(x, weight, bias, use_silu, initial_states, return_final_states, final_states_out,
+                                seq_idx, variant)
+
+
+def _forward_with_states(x, weight, bias, use_silu, initial_states, return_final_states, final_states_out,
+                         seq_idx, variant):
+    check_tensor("x", x, ndim=(3,))
+    bias = _check_fwd(x, x, weight, bias, use_silu, variant)
+    if not isinstance(return_final_states, bool):
+        raise TypeError(f"return_final_states must be a bool, got {type(return_final_states).__name__}")
+    batch, dim, _ = x.shape
+    state_shape = (batch, dim, weight.shape[1] - 1)
+    if initial_states is not None:
+        checks.check_state_tensor("initial_states", initial_states, x, state_shape)
+    seq_idx = checks.check_seq_idx(seq_idx, x)
+    if not return_final_states:
+        final_states_out = None
+    elif final_states_out is not None:
+        checks.check_state_tensor("final_states_out", final_states_out, x, state_shape)
+        if not _is_compiling():
+            check_no_alias("final_states_out", final_states_out, (("x", x), ("weight", weight), ("bias", bias)))
+            if initial_states is not None and not checks.same_view(final_states_out, initial_states):
+                check_no_alias("final_states_out", final_states_out, (("initial_states", initial_states),))
+    if use_direct_call() and not _needs_grad(x, weight, bias, initial_states):
         out = torch.empty_like(x)
-        _launch_fwd(out, x, weight, bias, use_silu, VARIANTS[variant], fresh_out=True)
+        final = None
+        if return_final_states:
+            final = final_states_out if final_states_out is not None else new_final_states(x, weight.shape[1])
+        launch_fwd_states(out, x, weight, bias, use_silu, VARIANTS[variant], initial_states=initial_states,
+                          final_states=final, seq_idx=seq_idx)
+        return (out, final) if return_final_states else out
+    out, final = torch.ops.aiter_lite.causal_conv1d_states(x, weight, bias, initial_states, seq_idx,
+                                                           return_final_states, use_silu, VARIANTS[variant])
+    if not return_final_states:
         return out
-    return torch.ops.aiter_lite.causal_conv1d(x, weight, bias, use_silu, VARIANTS[variant])
+    if final_states_out is not None:
+        final = final_states_out.copy_(final)
+    return out, final
+
+
+def causal_conv1d_fn(x, weight, bias=None, seq_idx=None, initial_states=None, return_final_states=False,
+                     final_states_out=None, activation=None, cp_context=None):
+    """causal-conv1d 1.7's causal_conv1d_fn (same arguments, order, defaults and returns): out, or
+    (out, final_states) with return_final_states. Differentiable. Beyond causal-conv1d: any width, both
+    layouts for states and seq_idx, and seq_idx together with return_final_states (see docs/ops.md).
+    cp_context: see causal_conv1d and docs/distributed.md."""
+    return causal_conv1d(x, weight, bias, activation, initial_states=initial_states,
+                         return_final_states=return_final_states, final_states_out=final_states_out, seq_idx=seq_idx,
+                         cp_context=cp_context)
+
+
+def causal_conv1d_varlen_states(x: torch.Tensor, cu_seqlens: torch.Tensor, state_len: int) -> torch.Tensor:
+    """causal-conv1d's causal_conv1d_varlen_states: x [total_tokens, dim], cu_seqlens int32 [batch+1]
+    (non-decreasing); returns [batch, dim, state_len] (a transposed view of [batch, state_len, dim] storage,
+    as causal-conv1d returns it): row b holds the last state_len tokens of sequence b, zero-padded on the
+    left where it is shorter. Forward only."""
+    check_tensor("x", x, ndim=(2,))
+    if isinstance(state_len, bool) or not isinstance(state_len, int) or state_len < 0:
+        raise TypeError(f"state_len must be an int >= 0, got {state_len!r}")
+    cu_seqlens = checks.check_cu_seqlens("cu_seqlens", cu_seqlens, x.shape[0], x)
+    backend_of(x)
+    _check_no_grad("causal_conv1d_varlen_states", "it is forward only", x=x)
+    if not use_direct_call():
+        return torch.ops.aiter_lite.causal_conv1d_varlen_states(x, cu_seqlens, state_len)
+    states = x.new_empty(cu_seqlens.shape[0] - 1, state_len, x.shape[1]).transpose(1, 2)
+    launch_varlen_states(states, x, cu_seqlens)
+    return states
+
+
+def causal_conv1d_varlen(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                         conv_states: Optional[torch.Tensor] = None, query_start_loc: Optional[torch.Tensor] = None,
+                         cache_indices: Optional[torch.Tensor] = None,
+                         has_initial_state: Optional[torch.Tensor] = None, activation: Optional[str] = "silu",
+                         pad_slot_id: int = -1) -> torch.Tensor:
+    """Serving prefill in vLLM's conventions (its causal_conv1d_fn argument order and defaults).
+
+    x: [dim, total_tokens] (any strides), sequence b = tokens query_start_loc[b] .. query_start_loc[b+1]-1
+    (int32 [batch+1]; None: one sequence); or [batch, dim, seqlen] without query_start_loc. Returns out with
+    x's shape and layout.
+    conv_states: the state pool [num_slots, dim, state_len >= width-1], x's dtype, any strides, updated in
+    place: sequence b starts from its slot cache_indices[b] (int32 [batch]; None: slot b) where
+    has_initial_state[b] (bool [batch]; None: from zeros), and its slot ends holding its final state (the
+    last state_len entries of its initial window and tokens). A sequence whose slot is pad_slot_id writes no
+    output (its columns of out are left unwritten) and touches no slot; slots not named are not touched.
+    Forward only: raises when an input requires grad.
+    """
+    use_silu = _silu_flag(activation)
+    check_tensor("x", x, ndim=(2, 3))
+    x3 = x.unsqueeze(0) if x.dim() == 2 else x
+    bias = _check_weight_bias(x3, weight, bias)
+    if isinstance(pad_slot_id, bool) or not isinstance(pad_slot_id, int):
+        raise TypeError(f"pad_slot_id must be an int, got {type(pad_slot_id).__name__}")
+    dim, width = weight.shape
+    if x.dim() == 3:
+        if query_start_loc is not None:
+            raise ValueError("query_start_loc must be None when x is [batch, dim, seqlen]; pass x as "
+                             "[dim, total_tokens] for packed sequences")
+        batch = x.shape[0]
+    else:
+        if query_start_loc is not None:
+            query_start_loc = checks.check_cu_seqlens("query_start_loc", query_start_loc, x.shape[1], x)
+        batch = 1 if query_start_loc is None else query_start_loc.shape[0] - 1
+    num_slots = None
+    if conv_states is not None:
+        check_tensor("conv_states", conv_states, ndim=(3,))
+        if conv_states.dtype != x.dtype:
+            raise TypeError(f"conv_states has dtype {conv_states.dtype} but x has {x.dtype}; they must match")
+        if conv_states.shape[1] != dim or conv_states.shape[2] < width - 1:
+            raise ValueError(f"conv_states must have shape (num_slots, dim={dim}, state_len>={width - 1}), "
+                             f"got {tuple(conv_states.shape)}")
+        check_same_device("x", x, conv_states=conv_states)
+        num_slots = conv_states.shape[0]
+        if cache_indices is None and num_slots < batch:
+            raise ValueError(f"conv_states has {num_slots} slots for {batch} sequences; pass cache_indices")
+        if not _is_compiling():
+            check_no_alias("conv_states", conv_states, (("x", x), ("weight", weight), ("bias", bias)))
+    if cache_indices is not None:
+        cache_indices = checks.check_slots("cache_indices", cache_indices, batch,
+                                           num_slots if num_slots is not None else 2**31 - 1, pad_slot_id, x)
+    if has_initial_state is not None:
+        if conv_states is None:
+            raise ValueError("has_initial_state needs conv_states (the pool the initial states are read from)")
+        has_initial_state = checks.check_int_tensor("has_initial_state", has_initial_state, (batch,), x,
+                                                    dtype=torch.bool)
+    backend_of(x)
+    _check_no_grad("causal_conv1d_varlen", "it is serving prefill, forward only", x=x, weight=weight, bias=bias)
+    if not use_direct_call():
+        return torch.ops.aiter_lite.causal_conv1d_varlen(x, weight, bias, conv_states, query_start_loc, cache_indices,
+                                                         has_initial_state, use_silu, pad_slot_id)
+    out = torch.empty_like(x)
+    if x.numel() or conv_states is not None:
+        launch_varlen(out, x, weight, bias, conv_states, query_start_loc, cache_indices, has_initial_state,
+                      use_silu, pad_slot_id)
+    return out
 
 
 def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torch.Tensor,
@@ -341,42 +526,3 @@ def _check_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices
     conv_state_indices = check_index_tensor("conv_state_indices", conv_state_indices, batch, x.device)
     backend_of(x)
     return squeeze, x3, bias, cache_seqlens, conv_state_indices
-
-
-# ---------------------------------------------------------------------------------------------
-# float64 references
-
-
-def causal_conv1d_ref(x, weight, bias=None, activation=None) -> torch.Tensor:
-    """Reference forward computed in float64; returns float64."""
-    width = weight.shape[1]
-    x64, w64 = x.double(), weight.double()
-    b64 = None if bias is None or bias.numel() == 0 else bias.double()
-    out = F.conv1d(x64, w64.unsqueeze(1), b64, padding=width - 1, groups=x.shape[1])[..., : x.shape[-1]]
-    return F.silu(out) if _silu_flag(activation) else out
-
-
-def causal_conv1d_update_ref(x, conv_state, weight, bias=None, activation=None, cache_seqlens=None,
-                             conv_state_indices=None) -> torch.Tensor:
-    """Reference decode step in float64; updates conv_state in place (in its own dtype)."""
-    squeeze = x.dim() == 2
-    x3 = (x.unsqueeze(-1) if squeeze else x).double()
-    batch, dim, seqlen = x3.shape
-    width, state_len = weight.shape[1], conv_state.shape[-1]
-    out = torch.zeros_like(x3)
-    for b in range(batch):
-        row = b if conv_state_indices is None else int(conv_state_indices[b])
-        if row < 0 or row >= conv_state.shape[0]:
-            continue  # padded slot: zero output, state untouched
-        state = conv_state[row].double()
-        if cache_seqlens is None:
-            x_new = torch.cat([state, x3[b]], dim=-1)
-            conv_state[row].copy_(x_new[:, -state_len:])
-        else:
-            pos = int(cache_seqlens[b])
-            window = torch.remainder(torch.arange(pos - (width - 1), pos), state_len)
-            x_new = torch.cat([state[:, window], x3[b]], dim=-1)
-            for t in range(seqlen):
-                conv_state[row][:, (pos + t) % state_len] = x3[b, :, t].to(conv_state.dtype)
-        out[b] = causal_conv1d_ref(x_new.unsqueeze(0), weight, bias, activation)[0, :, -seqlen:]
-    return out.squeeze(-1) if squeeze else out

@@ -1,0 +1,134 @@
+"""GPU (-m gpu): the CPU sweep of test_causal_conv1d_states.py / test_causal_conv1d_grad.py on CUDA
+(states, seq_idx, varlen states, serving prefill with a pool, gradients of every feature), plus bitwise
+reproducibility of the backward under torch.use_deterministic_algorithms(True) and agreement with the
+CPU kernels."""
+import itertools
+
+import pytest
+import torch
+
+import aiter_lite
+from aiter_lite.ops import causal_conv1d_varlen_states_ref
+from conv_states_cases import (LAYOUTS, TOLERANCE, check_forward, check_varlen, make_states, make_x, packed_seq_idx,
+                               random_normal, rel_error)
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+DEV = torch.device("cuda")
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+GRAD_TOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+def test_states_and_seq_idx(dtype, layout, width):
+    torch.manual_seed(0)
+    for seqlen in [1, 3, 129, 1134]:
+        x = make_x(2, 67, seqlen, dtype, DEV, layout)
+        weight, bias = random_normal((67, width), dtype, DEV), random_normal((67,), dtype, DEV)
+        init = make_states(2, 67, width, dtype, DEV, layout)
+        check_forward(x, weight, bias, "silu", initial_states=init)
+        check_forward(x, weight, None, None)
+        seq_idx = packed_seq_idx(2, seqlen, DEV, segments=5)
+        check_forward(x, weight, bias, "silu", seq_idx=seq_idx, initial_states=init)
+
+
+@pytest.mark.parametrize("x_dtype", [torch.bfloat16, torch.float16])
+def test_fp32_weights(x_dtype):
+    x = make_x(3, 256, 777, x_dtype, DEV, "channel_last")
+    weight, bias = random_normal((256, 4), torch.float32, DEV), random_normal((256,), torch.float32, DEV)
+    check_forward(x, weight, bias, "silu", initial_states=make_states(3, 256, 4, x_dtype, DEV, "channel_last"),
+                  seq_idx=packed_seq_idx(3, 777, DEV))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_varlen_states(dtype):
+    x = random_normal((500, 130), dtype, DEV)
+    cu = torch.tensor([0, 0, 1, 5, 200, 500], dtype=torch.int32, device=DEV)
+    for state_len in [1, 3, 8]:
+        torch.testing.assert_close(aiter_lite.causal_conv1d_varlen_states(x, cu, state_len).double(),
+                                   causal_conv1d_varlen_states_ref(x.cpu(), cu.cpu(), state_len).to(DEV), rtol=0,
+                                   atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("width", [2, 4, 5])
+def test_varlen_prefill_with_pool(dtype, layout, width):
+    torch.manual_seed(1)
+    lengths = [5, 1, 0, 170, 3, 400, 77]
+    dim, total = 96, sum(lengths) + 3
+    x = make_x(1, dim, total, dtype, DEV, "channel_last" if layout == "channel_last" else "contiguous")[0]
+    if layout == "strided":
+        x = random_normal((dim + 2, 2 * total), dtype, DEV)[1:dim + 1, ::2]
+    qsl = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device=DEV)
+    pool = random_normal((9, dim, width - 1), dtype, DEV)
+    weight, bias = random_normal((dim, width), dtype, DEV), random_normal((dim,), dtype, DEV)
+    idx = torch.tensor([3, -1, 0, 6, 1, 4, 8], dtype=torch.int32, device=DEV)
+    has = torch.tensor([True, True, False, False, True, True, False], device=DEV)
+    check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has)
+
+
+def check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has):
+    """The reference runs on the CPU copies; compare outputs of real sequences and the whole pool."""
+    ref_pool = pool.cpu().clone()
+    ref = aiter_lite.ops.causal_conv1d_varlen_ref(x.cpu(), weight.cpu(), bias.cpu(), ref_pool, qsl.cpu(), idx.cpu(),
+                                                  has.cpu())
+    out = aiter_lite.causal_conv1d_varlen(x, weight, bias, pool, qsl, idx, has)
+    bounds = qsl.tolist()
+    for b, (s, e) in enumerate(zip(bounds[:-1], bounds[1:])):
+        if int(idx[b]) >= 0 and e > s:
+            assert rel_error(out[:, s:e].cpu(), ref[:, s:e]) <= TOLERANCE[x.dtype], b
+    torch.testing.assert_close(pool.cpu(), ref_pool, rtol=0, atol=0)
+
+
+def test_gpu_matches_cpu_kernels_on_prefill():
+    x = make_x(1, 64, 300, torch.float32, DEV, "contiguous")[0]
+    weight = random_normal((64, 4), torch.float32, DEV)
+    qsl = torch.tensor([0, 100, 100, 300], dtype=torch.int32, device=DEV)
+    pool = random_normal((4, 64, 3), torch.float32, DEV)
+    idx = torch.tensor([2, 0, 3], dtype=torch.int32, device=DEV)
+    has = torch.tensor([True, False, True], device=DEV)
+    cpu_pool = pool.cpu()
+    check_varlen(x.cpu(), weight.cpu(), None, cpu_pool, qsl.cpu(), idx.cpu(), has.cpu())
+    aiter_lite.causal_conv1d_varlen(x, weight, None, pool, qsl, idx, has)
+    torch.testing.assert_close(pool.cpu(), cpu_pool, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
+@pytest.mark.parametrize("x_dtype,w_dtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.float32),
+                                             (torch.float16, torch.float16)])
+def test_grads_every_feature(layout, x_dtype, w_dtype):
+    from test_causal_conv1d_grad import grads_vs_reference
+
+    for width, seqlen in itertools.product([1, 2, 4, 5, 8], [1, 129, 1000]):
+        def fresh():
+            return (make_x(2, 40, seqlen, x_dtype, DEV, layout), random_normal((40, width), w_dtype, DEV),
+                    random_normal((40,), w_dtype, DEV))
+        tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
+        x, w, b = fresh()
+        grads_vs_reference(x, w, b, "silu", dtype_tol=tol)
+        x, w, b = fresh()
+        init = make_states(2, 40, width, x_dtype, DEV, layout)
+        grads_vs_reference(x, w, b, "silu", initial_states=init, seq_idx=packed_seq_idx(2, seqlen, DEV),
+                           final_states=True, dtype_tol=tol)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
+def test_backward_bitwise_reproducible_in_deterministic_mode(layout):
+    x = make_x(4, 512, 2048, torch.bfloat16, DEV, layout).requires_grad_()
+    w = random_normal((512, 4), torch.float32, DEV).requires_grad_()
+    b = random_normal((512,), torch.float32, DEV).requires_grad_()
+    dout = random_normal(tuple(x.shape), torch.bfloat16, DEV)
+    prev = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = [torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout) for _ in range(5)]
+    finally:
+        torch.use_deterministic_algorithms(prev)
+    default = torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout)
+    for run in runs[1:]:
+        for a, c in zip(run, runs[0]):
+            assert torch.equal(a, c)
+    for a, c in zip(default[1:], runs[0][1:]):
+        assert rel_error(a, c.double()) <= 1e-4
