@@ -289,7 +289,7 @@ def causal_conv1d_fwd(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
 def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
                   activation: Optional[str] = None, *, initial_states: Optional[torch.Tensor] = None,
                   return_final_states: bool = False, final_states_out: Optional[torch.Tensor] = None,
-                  seq_idx: Optional[torch.Tensor] = None, variant: str = "auto"):
+                  seq_idx: Optional[torch.Tensor] = None, variant: str = "auto", cp_context=None):
     """Functional forward, differentiable: returns a new tensor laid out like x, or (out, final_states)
     with return_final_states. activation: None, "silu" or "swish".
 
@@ -300,7 +300,13 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     return_final_states: also return the last width-1 inputs of each row's last sequence (left-padded with
     its initial window or zeros), [batch, dim, width-1] laid out like x, or written into final_states_out
     (ignored when return_final_states is False, as in causal-conv1d).
+    cp_context: x is this rank's chunk of a sequence split over a process group (aiter_lite.distributed).
     """
+    if cp_context is not None:
+        from ..distributed.function import causal_conv1d_cp
+        return causal_conv1d_cp(x, weight, bias, activation, cp_context=cp_context, seq_idx=seq_idx,
+                                initial_states=initial_states, return_final_states=return_final_states,
+                                final_states_out=final_states_out)
     use_silu = _silu_flag(activation)
     if initial_states is None and seq_idx is None and not return_final_states:
         out = _launch_fwd_fast(None, x, weight, bias, use_silu, variant)
@@ -355,12 +361,14 @@ def _forward_with_states(x, weight, bias, use_silu, initial_states, return_final
 
 
 def causal_conv1d_fn(x, weight, bias=None, seq_idx=None, initial_states=None, return_final_states=False,
-                     final_states_out=None, activation=None):
+                     final_states_out=None, activation=None, cp_context=None):
     """causal-conv1d 1.7's causal_conv1d_fn (same arguments, order, defaults and returns): out, or
     (out, final_states) with return_final_states. Differentiable. Beyond causal-conv1d: any width, both
-    layouts for states and seq_idx, and seq_idx together with return_final_states (see docs/ops.md)."""
+    layouts for states and seq_idx, and seq_idx together with return_final_states (see docs/ops.md).
+    cp_context: see causal_conv1d and docs/distributed.md."""
     return causal_conv1d(x, weight, bias, activation, initial_states=initial_states,
-                         return_final_states=return_final_states, final_states_out=final_states_out, seq_idx=seq_idx)
+                         return_final_states=return_final_states, final_states_out=final_states_out, seq_idx=seq_idx,
+                         cp_context=cp_context)
 
 
 def causal_conv1d_varlen_states(x: torch.Tensor, cu_seqlens: torch.Tensor, state_len: int) -> torch.Tensor:

@@ -1,0 +1,143 @@
+"""build_cp_context: check the group's arguments together once, and precompute each rank's plan.
+
+Everything the hot path needs from the host lives in the context (lengths, the halo plan, the
+sequence ids of the local tokens), so a call never reads a device tensor back.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from . import agreement
+from .plan import RankPlan, make_plan, segments
+
+__all__ = ["CPContext", "build_cp_context"]
+
+
+class CPContext:
+    """What one rank needs to run causal conv1d on its chunk of a sequence split over a process group.
+
+    Built by build_cp_context on every rank of the group, once per batch layout; read-only afterwards.
+    """
+
+    __slots__ = ("group", "rank", "world_size", "width", "layout", "packed", "local_len", "local_lens",
+                 "cu_seqlens", "plan", "passthrough", "backend", "cpu_exchange", "cuda_exchange", "_ids", "_plain_ids",
+                 "_device_cache")
+
+    def __init__(self, *, group, rank: int, world_size: int, width: int, layout: str, local_lens: list,
+                 cu_seqlens: Optional[list], backend: str):
+        self.group, self.rank, self.world_size = group, rank, world_size
+        self.width, self.layout = width, layout
+        self.packed = cu_seqlens is not None
+        self.local_lens = tuple(local_lens)
+        self.local_len = local_lens[rank]
+        self.cu_seqlens = None if cu_seqlens is None else tuple(cu_seqlens)
+        self.plan: RankPlan = make_plan(rank, width, layout, local_lens, cu_seqlens)
+        # One rank holds the whole sequence in order (zigzag too: parts 0 and 1): the plain op on it.
+        self.passthrough = world_size == 1
+        self.backend = backend
+        # Which tensors the group's backend can exchange ("gloo", "nccl", or "cpu:gloo,cuda:nccl").
+        self.cpu_exchange = "gloo" in backend or "mpi" in backend
+        self.cuda_exchange = "nccl" in backend or "mpi" in backend or "rccl" in backend
+        self._ids = _sequence_ids(rank, layout, local_lens, cu_seqlens, separate_parts=True)
+        self._plain_ids = _sequence_ids(rank, layout, local_lens, cu_seqlens, separate_parts=False)
+        self._device_cache: dict = {}
+
+    def __repr__(self) -> str:
+        mode = f"packed, {len(self.cu_seqlens) - 1} sequences" if self.packed else "fixed-length rows"
+        return (f"CPContext(rank {self.rank} of {self.world_size}, width={self.width}, layout={self.layout!r}, "
+                f"{mode}, local_len={self.local_len}, recvs from {[m.peer for m in self.plan.recvs]}, "
+                f"sends to {[m.peer for m in self.plan.sends]})")
+
+    def seq_idx(self, device: torch.device, batch: int, plain: bool = False) -> Optional[torch.Tensor]:
+        """int32 [batch, local_len] on device: the ids the local conv gets as seq_idx (None: not needed).
+        plain: the ids of the unsplit sequence (world size 1), else one id per (part, sequence)."""
+        key = (device, batch, plain)
+        cached = self._device_cache.get(key)
+        if cached is None:
+            ids = self._plain_ids if plain else self._ids
+            cached = (None,) if ids is None else (ids.to(device).expand(batch, -1).contiguous(),)
+            self._device_cache[key] = cached
+        return cached[0]
+
+    def head_seq_idx(self, device: torch.device, batch: int) -> Optional[torch.Tensor]:
+        """int32 [halo parts * batch, head_len]: the seq_idx of the first head_len tokens of each part
+        that needs a halo, stacked like the halos (None for fixed-length rows: a head is one segment)."""
+        key = (device, batch, "head")
+        cached = self._device_cache.get(key)
+        if cached is None:
+            if not self.packed:
+                cached = (None,)
+            else:
+                ids = self.seq_idx(device, batch)
+                heads = [ids[:, self.plan.parts[i].local_start:self.plan.parts[i].local_start + self.plan.head_len]
+                         for i in self.plan.halo_parts]
+                cached = (torch.cat(heads, 0).contiguous(),)
+            self._device_cache[key] = cached
+        return cached[0]
+
+
+def _sequence_ids(rank: int, layout: str, local_lens: list, cu_seqlens: Optional[list],
+                  separate_parts: bool) -> Optional[torch.Tensor]:
+    """int32 [1, local_len] (CPU): per local token, an id that changes exactly where a causal window must
+    not reach back: at a new sequence (packed) and, with separate_parts, at a new part (whose halo
+    comes through the exchange instead). None when one id would do."""
+    mine = sorted((s for s in segments(layout, local_lens) if s[2] == rank), key=lambda s: s[3])
+    if cu_seqlens is None and (len(mine) == 1 or not separate_parts):
+        return None
+    cu = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.int64)
+    stride = 1 if cu is None else len(cu_seqlens)
+    ids = []
+    for index, (start, length, _, _) in enumerate(mine):
+        offset = index * stride if separate_parts else 0
+        if cu is None:
+            ids.append(torch.full((length,), offset, dtype=torch.int64))
+        else:
+            positions = torch.arange(start, start + length, dtype=torch.int64)
+            ids.append(torch.searchsorted(cu, positions, right=True) - 1 + offset)
+    return torch.cat(ids).to(torch.int32).unsqueeze(0)
+
+
+def _collective_device(backend: str) -> torch.device:
+    if "gloo" in backend or "mpi" in backend:
+        return torch.device("cpu")
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+def build_cp_context(width: int, group=None, *, cu_seqlens=None, local_len: Optional[int] = None,
+                     layout: str = "contiguous") -> CPContext:
+    """Context for `aiter_lite.causal_conv1d(..., cp_context=)` on a sequence split over `group`.
+
+    Call it on every rank of the group (None: the default group), with the same width, layout and
+    cu_seqlens, once per batch layout. It all-gathers one row of integers per rank, so that any
+    mistake raises the same ValueError/TypeError on every rank instead of leaving some waiting.
+
+    width: the conv's kernel width (weight.shape[1]).
+    local_len: this rank's number of tokens (x_local.shape[-1]); required for fixed-length batches,
+      optional for packed ones (default: an equal split of cu_seqlens[-1]).
+    cu_seqlens: packed sequences: the global int32/int64 [num_seqs+1] boundaries before the split,
+      the same on every rank; x_local is then [1, D, local_len].
+    layout: "contiguous" (rank r holds the r-th chunk) or "zigzag" (rank r holds equal parts r and
+      2*world-1-r, front then back, as ring attention shards).
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        raise ValueError("group: torch.distributed is not initialized; call torch.distributed.init_process_group "
+                         "first")
+    if group is None:
+        group = dist.group.WORLD
+    try:
+        rank = dist.get_rank(group)
+    except (RuntimeError, ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"group must be a torch.distributed ProcessGroup, got {type(group).__name__}") from e
+    if rank < 0:
+        raise ValueError(f"group: this process (global rank {dist.get_rank()}) is not a member of the group; "
+                         "build the context only on the group's ranks")
+    backend = str(dist.get_backend(group)).lower()
+    row, values = agreement.local_row(width, layout, cu_seqlens, local_len)
+    rows = agreement.gather_rows(row, group, _collective_device(backend))
+    width, layout, local_lens = agreement.check_rows(rows)
+    return CPContext(group=group, rank=rank, world_size=len(rows), width=width, layout=layout,
+                     local_lens=local_lens, cu_seqlens=values, backend=backend)
