@@ -5,6 +5,7 @@
 #
 #   conv ARGS          bench/bench_causal_conv1d.py: forward, update and host rows beside causal-conv1d,
 #                      fla and torch (peers built once per machine from the carried .peers)
+#   conv_bwd ARGS      bench/bench_conv_bwd.py: backward and fwd+bwd (CUDA graphs) beside causal-conv1d, fla, torch
 #   matmul ARGS        bench/bench_matmul.py: against cuBLAS, the default config and per-config sweeps
 #   host ARGS          bench/host_overhead_conv.py: where the host time of a tiny conv call goes
 #   planner ARGS       bench/plan_vs_measure.py: the tile planner's ranking against measurement
@@ -73,6 +74,7 @@ suite() {  # suite N NAME ARGS...
   echo "== [$n] $name $* (t=$((SECONDS - t0)) s)"
   case "$name" in
     conv) peers; python3 bench/bench_causal_conv1d.py --out "$OUT/$tag.json" "$@" ;;
+    conv_bwd) peers; python3 bench/bench_conv_bwd.py --out "$OUT/$tag.json" "$@" ;;
     matmul) python3 bench/bench_matmul.py --out "$OUT/$tag.json" "$@" ;;
     host) python3 bench/host_overhead_conv.py --out "$OUT/$tag.json" "$@" ;;
     planner) python3 bench/plan_vs_measure.py --out "$OUT/$tag.json" "$@" ;;

@@ -92,15 +92,12 @@ def launch_bwd(x, weight, bias, dout, initial_states, seq_idx, dfinal_states, us
                  *dout.stride(), *_strides3(dx), *_strides3(initial_states), *_strides3(dfinal_states),
                  *_strides3(dinit), *((0, 0) if seq_idx is None else seq_idx.stride())]
         codes = (DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype])
-        nbytes = mod.causal_conv1d_bwd_workspace_bytes(
-            sizes, *codes, use_silu, deterministic, seq_idx is not None, initial_states is not None,
-            dfinal_states is not None, dx is not None, dweight is not None, dbias is not None, dinit is not None)
-        workspace = torch.empty(nbytes, dtype=torch.uint8, device=x.device) if nbytes > 0 else None
-        with on_device(x):
-            mod.causal_conv1d_bwd(x.data_ptr(), weight.data_ptr(), _ptr(bias), dout.data_ptr(),
-                                  _ptr(initial_states), _ptr(seq_idx), _ptr(dfinal_states), _ptr(dx), _ptr(dweight),
-                                  _ptr(dbias), _ptr(dinit), _ptr(workspace), sizes, *codes, use_silu, deterministic,
-                                  stream)
+        ptrs = (x.data_ptr(), weight.data_ptr(), _ptr(bias), dout.data_ptr(), _ptr(initial_states), _ptr(seq_idx),
+                _ptr(dfinal_states), _ptr(dx), _ptr(dweight), _ptr(dbias), _ptr(dinit))
+        with on_device(x):  # the plan (and so the workspace) reads x's GPU's occupancy and the pointers' alignment
+            nbytes = mod.causal_conv1d_bwd_workspace_bytes(*ptrs, sizes, *codes, use_silu, deterministic)
+            workspace = torch.empty(nbytes, dtype=torch.uint8, device=x.device) if nbytes > 0 else None
+            mod.causal_conv1d_bwd(*ptrs, _ptr(workspace), sizes, *codes, use_silu, deterministic, stream)
     return (empty if dx is None else dx,
             empty if dweight is None else dweight.to(weight.dtype),
             empty if dbias is None else dbias.to(bias.dtype),

@@ -176,16 +176,15 @@ CausalConv1dBwdParams bwd_params(uintptr_t x, uintptr_t weight, uintptr_t bias, 
   return p;
 }
 
-int64_t bwd_workspace_bytes(const std::vector<int64_t>& sizes_and_strides, int32_t x_dtype, int32_t w_dtype,
-                            bool silu, bool deterministic, bool has_seq_idx, bool has_initial_states,
-                            bool has_dfinal_states, bool want_dx, bool want_dweight, bool want_dbias,
-                            bool want_dinitial_states) {
-  // Non-null placeholders: the size may depend on which pointers are set, never on their values.
-  const uintptr_t on = 1;
-  const CausalConv1dBwdParams p = bwd_params(
-      on, on, 0, on, has_initial_states ? on : 0, has_seq_idx ? on : 0, has_dfinal_states ? on : 0,
-      want_dx ? on : 0, want_dweight ? on : 0, want_dbias ? on : 0, want_dinitial_states ? on : 0, 0,
-      sizes_and_strides, x_dtype, w_dtype, silu, deterministic);
+// The plan (and so the workspace) depends on which pointers are set and on their alignment (the vector
+// kernels need 16-byte aligned tensors), so the query takes the same pointers as the launch.
+int64_t bwd_workspace_bytes(uintptr_t x, uintptr_t weight, uintptr_t bias, uintptr_t dout, uintptr_t initial_states,
+                            uintptr_t seq_idx, uintptr_t dfinal_states, uintptr_t dx, uintptr_t dweight,
+                            uintptr_t dbias, uintptr_t dinitial_states, const std::vector<int64_t>& sizes_and_strides,
+                            int32_t x_dtype, int32_t w_dtype, bool silu, bool deterministic) {
+  const CausalConv1dBwdParams p = bwd_params(x, weight, bias, dout, initial_states, seq_idx, dfinal_states, dx, dweight,
+                                             dbias, dinitial_states, 0, sizes_and_strides, x_dtype, w_dtype, silu,
+                                             deterministic);
   return aiter_lite::causal_conv1d_bwd_workspace_bytes(p);
 }
 
