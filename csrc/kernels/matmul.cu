@@ -537,6 +537,8 @@ MatmulPath checked_path(const MatmulParams& q) {
   if (q.m > kMaxDim || q.n > kMaxDim || q.k > kMaxDim) invalid("m, n and k must be below 2^31");
   if (q.dtype != DType::kFloat32 && q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16)
     invalid("unsupported dtype");
+  if (q.out_dtype != q.dtype || !q.epilogue.is_identity())
+    invalid("the fused epilogue and out_dtype are not implemented in the GPU kernels of this build");
   if (q.variant == MatmulVariant::kTensorCore && q.dtype == DType::kFloat32 && !q.allow_tf32)
     invalid("variant tensor_core with float32 needs allow_tf32=True (the tf32 kernel)");
   if (q.variant == MatmulVariant::kWgmma && q.dtype == DType::kFloat32 && !q.allow_tf32)
