@@ -220,6 +220,8 @@ def _run(mod, a3, b3, o3, allow_tf32: bool, variant: int, config: int, bias=None
 _FAST_CACHE: dict = {}
 _FAST_CACHE_LIMIT = 4096
 _grad_enabled = torch.is_grad_enabled
+_Tensor = torch.Tensor
+_float32 = torch.float32
 
 
 def _fast_entry(a, b, bias, act, residual, out_dtype):
@@ -258,43 +260,52 @@ def _fast_entry(a, b, bias, act, residual, out_dtype):
 
 def _launch_fast(a, b, bias, activation, residual, alpha, beta, out_dtype):
     """The common call, checked and launched in one pass: eager, no gradient wanted, contiguous
-    operands on the current device (or the CPU), a new output. Returns the output, or None: the
-    caller takes the general path (full checks, strided and other-device tensors, autograd)."""
+    operands on the current device (or the CPU), a new output. Everything that depends only on the
+    shapes, dtypes and devices is decided once per key (_fast_entry); a call reads each attribute once.
+    Returns the output, or None: the caller takes the general path (full checks that name a bad
+    argument, strided and other-device tensors, autograd, torch.compile and the profiler)."""
     try:
-        if (a.__class__ is not torch.Tensor or b.__class__ is not torch.Tensor
-                or not (a.is_contiguous() and b.is_contiguous())):
+        if a.__class__ is not _Tensor or b.__class__ is not _Tensor or not (a.is_contiguous() and b.is_contiguous()):
             return None
-        if _grad_enabled() and (a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)
-                                or (residual is not None and residual.requires_grad)):
-            return None
-        if _is_compiling() or _profiler_enabled():
-            return None
-        key = (a.shape, b.shape, a.dtype, b.dtype, a.device, b.device,
-               None if bias is None else (bias.shape, bias.dtype, bias.device, bias.stride()),
-               activation, None if residual is None else (residual.shape, residual.dtype, residual.device,
-                                                          residual.is_contiguous()), out_dtype)
+        dev = a.get_device()
+        if bias is None and residual is None:
+            if (a.requires_grad or b.requires_grad) and _grad_enabled():
+                return None
+            key = (a.shape, b.shape, a.dtype, b.dtype, dev, b.get_device(), activation, out_dtype)
+        else:
+            if ((a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)
+                 or (residual is not None and residual.requires_grad)) and _grad_enabled()):
+                return None
+            if residual is not None and not residual.is_contiguous():
+                return None
+            key = (a.shape, b.shape, a.dtype, b.dtype, dev, b.get_device(), activation, out_dtype,
+                   None if bias is None else (bias.shape, bias.dtype, bias.get_device(), bias.stride()),
+                   None if residual is None else (residual.shape, residual.dtype, residual.get_device()))
         entry = _FAST_CACHE.get(key)
         if entry is None:
+            # get_device() is -1 for CPU and meta tensors alike: only CPU and CUDA calls are cached.
+            if not ((a.is_cpu or a.is_cuda) and (b.is_cpu or b.is_cuda)):
+                return None
             entry = _fast_entry(a, b, bias, activation, residual, out_dtype)
             if entry is None:
                 return None
             if len(_FAST_CACHE) >= _FAST_CACHE_LIMIT:
                 _FAST_CACHE.clear()
             _FAST_CACHE[key] = entry
-        if alpha.__class__ not in (float, int) or beta.__class__ not in (float, int):
+        if (alpha.__class__ is not float and alpha.__class__ is not int) or (
+                beta.__class__ is not float and beta.__class__ is not int) or _is_compiling() or _profiler_enabled():
             return None
     except (AttributeError, TypeError):  # not tensors, or unhashable arguments: the full checks say which
         return None
     shape, out_dt, ints = entry
-    if a.is_cuda:
-        dev = a.get_device()
+    if dev >= 0:
         if dev != _current_device():
             return None
         mod, stream = get_module(MODULE, _GPU_BACKEND), _raw_stream(dev)
-        tf32 = a.dtype is torch.float32 and tf32_allowed_globally()
+        tf32 = a.dtype is _float32 and tf32_allowed_globally()
     else:
         mod, stream, tf32 = get_module(MODULE, "cpu"), 0, False
-    out = torch.empty(shape, dtype=out_dt, device=a.device)
+    out = a.new_empty(shape, dtype=out_dt)
     mod.matmul_dense(a.data_ptr(), b.data_ptr(), out.data_ptr(), *ints, tf32,
                      0 if bias is None else bias.data_ptr(), 0 if residual is None else residual.data_ptr(),
                      alpha, beta, stream)

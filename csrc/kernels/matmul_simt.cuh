@@ -232,7 +232,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocks)
 #pragma unroll
       for (int s = 0; s < Traits::kSubN; ++s) {
         const int col = tile.n0 + col_in_tile + s * Traits::kSubStrideN;
-        const float* v = &acc[i][4 * s];
+        float v[4] = {acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]};
+        if (args.epi_active) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            if (col + j < args.n) v[j] = apply_epilogue<T>(args.epi, v[j], z, row, col + j);
+        }
         if (args.out_vec && col + 3 < args.n) {
           store4<T>(out_row + col, v[0], v[1], v[2], v[3]);
         } else {

@@ -541,7 +541,11 @@ __device__ __forceinline__ void tc_epilogue(const typename Traits::accumulators&
 #pragma unroll
       for (int nt = 0; nt < Traits::kNTiles; ++nt) {
         const int col = w.tile.n0 + warp_n * Traits::kWarpTileN + nt * 8 + 2 * t;
-        const float x = acc[mt][nt][2 * half], y = acc[mt][nt][2 * half + 1];
+        float x = acc[mt][nt][2 * half], y = acc[mt][nt][2 * half + 1];
+        if (args.epi_active) {
+          if (col < args.n) x = apply_epilogue<T>(args.epi, x, w.z, row, col);
+          if (col + 1 < args.n) y = apply_epilogue<T>(args.epi, y, w.z, row, col + 1);
+        }
         if (args.out_vec && col + 1 < args.n) {
           store2<T>(out_row + col, x, y);
         } else {
