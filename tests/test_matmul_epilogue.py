@@ -75,3 +75,12 @@ X = torch.randn
 def test_bad_epilogue_arguments(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+def test_fast_path_cache_tells_cpu_from_meta():
+    a, b = torch.randn(5, 6), torch.randn(6, 7)
+    aiter_lite.matmul(a, b)  # caches the CPU call's key
+    with pytest.raises(ValueError, match="device"):
+        aiter_lite.matmul(a, b.to("meta"))  # same shapes and device index (-1): must not launch
+    with pytest.raises(ValueError, match="device"):
+        aiter_lite.matmul(a, b, bias=torch.randn(7).to("meta"))

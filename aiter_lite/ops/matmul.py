@@ -283,8 +283,7 @@ def _launch_fast(a, b, bias, activation, residual, alpha, beta, out_dtype):
                    None if residual is None else (residual.shape, residual.dtype, residual.get_device()))
         entry = _FAST_CACHE.get(key)
         if entry is None:
-            # get_device() is -1 for CPU and meta tensors alike: only CPU and CUDA calls are cached.
-            if not ((a.is_cpu or a.is_cuda) and (b.is_cpu or b.is_cuda)):
+            if not ((a.is_cpu or a.is_cuda) and (b.is_cpu or b.is_cuda)):  # only CPU and CUDA calls are cached
                 return None
             entry = _fast_entry(a, b, bias, activation, residual, out_dtype)
             if entry is None:
@@ -298,12 +297,17 @@ def _launch_fast(a, b, bias, activation, residual, alpha, beta, out_dtype):
     except (AttributeError, TypeError):  # not tensors, or unhashable arguments: the full checks say which
         return None
     shape, out_dt, ints = entry
+    # get_device() is an index that CPU and meta tensors share (-1), as CUDA and other accelerators
+    # share 0, 1, ...: the key's indices matched, so one device-type test per tensor makes it exact.
     if dev >= 0:
-        if dev != _current_device():
+        if not (a.is_cuda and b.is_cuda and (bias is None or bias.is_cuda)
+                and (residual is None or residual.is_cuda)) or dev != _current_device():
             return None
         mod, stream = get_module(MODULE, _GPU_BACKEND), _raw_stream(dev)
         tf32 = a.dtype is _float32 and tf32_allowed_globally()
     else:
+        if not (a.is_cpu and b.is_cpu and (bias is None or bias.is_cpu) and (residual is None or residual.is_cpu)):
+            return None
         mod, stream, tf32 = get_module(MODULE, "cpu"), 0, False
     out = a.new_empty(shape, dtype=out_dt)
     mod.matmul_dense(a.data_ptr(), b.data_ptr(), out.data_ptr(), *ints, tf32,
