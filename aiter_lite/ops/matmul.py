@@ -264,6 +264,8 @@ def _launch_fast(a, b, bias, activation, residual, alpha, beta, out_dtype):
     shapes, dtypes and devices is decided once per key (_fast_entry); a call reads each attribute once.
     Returns the output, or None: the caller takes the general path (full checks that name a bad
     argument, strided and other-device tensors, autograd, torch.compile and the profiler)."""
+    if _is_compiling():  # dynamo traces the op, never this cache
+        return None
     try:
         if a.__class__ is not _Tensor or b.__class__ is not _Tensor or not (a.is_contiguous() and b.is_contiguous()):
             return None
@@ -292,7 +294,7 @@ def _launch_fast(a, b, bias, activation, residual, alpha, beta, out_dtype):
                 _FAST_CACHE.clear()
             _FAST_CACHE[key] = entry
         if (alpha.__class__ is not float and alpha.__class__ is not int) or (
-                beta.__class__ is not float and beta.__class__ is not int) or _is_compiling() or _profiler_enabled():
+                beta.__class__ is not float and beta.__class__ is not int) or _profiler_enabled():
             return None
     except (AttributeError, TypeError):  # not tensors, or unhashable arguments: the full checks say which
         return None
