@@ -21,6 +21,13 @@ it with --sweep-path (one path), --sweep-shapes issue6 (the issue's eight shapes
 sweep, a table of the fastest config per shape against the default's pick (and the geomean target
 if every shape had run its fastest config) comes before the targets.
 
+Issue 21 modes (each prints its own table and exits; no JSON):
+    python bench/bench_matmul.py --epilogue   # bias+gelu_tanh and bias+relu+residual vs torch.addmm + F.gelu and
+                                              # torch._addmm_activation, and vs the plain matmul, on LLM shapes
+    python bench/bench_matmul.py --backward   # forward+backward of a Linear-like layer vs torch
+    python bench/bench_matmul.py --odd        # the odd/skinny shape set vs cuBLAS, skinny rows vs copy bandwidth
+    python bench/bench_matmul.py --host       # host time per tiny call vs torch.matmul (no sync)
+
 Writes {"device", "date", "torch", "records": [{"M", "N", "K", "dtype", "impl", "config", "us",
 "tflops"}]} (impl "cublas" or "aiter_lite"; config -1 is the default; aiter_lite records also carry
 "variant", and "kernel": the kernel and config the dispatch ran, e.g. "wgmma 13", with the config
@@ -107,7 +114,16 @@ def main(argv=None) -> int:
                    help="time cuBLAS and each variant in this many interleaved rounds and report the medians "
                         "(slow drifts of clocks and power then hit both sides alike)")
     p.add_argument("--sweep-rep-ms", type=float, default=None, help="per-config sweep: do_bench rep (ms)")
+    p.add_argument("--epilogue", action="store_true", help="issue 21: fused epilogue vs cuBLAS + torch ops")
+    p.add_argument("--backward", action="store_true", help="issue 21: forward + backward vs torch")
+    p.add_argument("--odd", action="store_true", help="issue 21: odd and skinny shapes vs cuBLAS / copy bandwidth")
+    p.add_argument("--host", action="store_true", help="issue 21: host time per tiny call vs torch.matmul")
     args = p.parse_args(argv)
+    if args.epilogue or args.backward or args.odd or args.host:
+        if not torch.cuda.is_available():
+            print("bench_matmul: needs a CUDA GPU", file=sys.stderr)
+            return 2
+        return issue21(args)
     if args.rounds < 1:
         p.error(f"--rounds must be >= 1, got {args.rounds}")
     custom_shapes = None
@@ -354,3 +370,128 @@ def issue6_summary(records) -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---- issue 21: epilogues, backward, odd shapes, host time ----------------------------------------
+
+LLM_SHAPES = [(4096, 11008, 4096), (4096, 4096, 4096), (4096, 4096, 11008), (1024, 14336, 4096),
+              (8192, 4096, 4096), (2048, 32000, 4096)]
+ODD_M = [1, 7, 16, 128, 1000, 4097, 8191]
+ODD_NK = [(4095, 1025), (50257, 4096), (32001, 4096), (4096, 4095), (11008, 4096)]
+
+
+def _geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def issue21(args) -> int:
+    import torch.nn.functional as F
+
+    import aiter_lite
+    from aiter_lite.ops.matmul import matmul_plan
+
+    quick = args.quick
+    dev = torch.cuda.get_device_name()
+    print(f"# {dev}, torch {torch.__version__}, {datetime.date.today()}")
+    dtype = torch.bfloat16
+
+    def randn(*shape, dt=dtype):
+        return torch.randn(*shape, device="cuda", dtype=torch.float32).to(dt)
+
+    if args.host:
+        import time
+
+        a, b, bias = randn(16, 16), randn(16, 16), randn(16)
+        cases = [("torch.matmul", lambda: torch.matmul(a, b)), ("aiter_lite.matmul", lambda: aiter_lite.matmul(a, b)),
+                 ("torch addmm+gelu", lambda: F.gelu(torch.addmm(bias, a, b), approximate="tanh")),
+                 ("aiter_lite bias+gelu_tanh", lambda: aiter_lite.matmul(a, b, bias=bias, activation="gelu_tanh"))]
+        rows = []
+        for name, fn in cases:
+            for _ in range(2000):
+                fn()
+            torch.cuda.synchronize()
+            best = float("inf")
+            for _ in range(7):
+                t0 = time.perf_counter()
+                for _ in range(2000):
+                    fn()
+                best = min(best, (time.perf_counter() - t0) / 2000 * 1e6)
+                torch.cuda.synchronize()
+            rows.append((name, best))
+        print("\n| call (16x16x16 bf16, no sync) | host us per call (best of 7 x 2000) |\n|---|---|")
+        for name, us in rows:
+            print(f"| {name} | {us:.1f} |")
+
+    if args.epilogue:
+        shapes = LLM_SHAPES[:2] if quick else LLM_SHAPES
+        print("\n| M x N x K (bf16) | plain us | ours bias+gelu_tanh us | addmm+F.gelu us | _addmm_activation(gelu) us "
+              "| ours bias+relu+res us | vs addmm+gelu | vs _addmm_act | epilogue cost vs plain | kernel |\n"
+              "|---|---|---|---|---|---|---|---|---|---|")
+        for m, n, k in shapes:
+            a, b, bias, res = randn(m, k), randn(k, n), randn(n), randn(m, n)
+            out = torch.empty(m, n, device="cuda", dtype=dtype)
+            plain = bench_ms(lambda: aiter_lite.matmul(a, b, out), quick)
+            ours = bench_ms(lambda: aiter_lite.matmul(a, b, out, bias=bias, activation="gelu_tanh"), quick)
+            ours_res = bench_ms(lambda: aiter_lite.matmul(a, b, out, bias=bias, activation="relu", residual=res),
+                                quick)
+            ref = bench_ms(lambda: F.gelu(torch.addmm(bias, a, b), approximate="tanh"), quick)
+            ref_act = bench_ms(lambda: torch._addmm_activation(bias, a, b, use_gelu=True), quick)
+            print(f"| {m}x{n}x{k} | {plain * 1e3:.1f} | {ours * 1e3:.1f} | {ref * 1e3:.1f} | {ref_act * 1e3:.1f} "
+                  f"| {ours_res * 1e3:.1f} | {ref / ours:.2f}x | {ref_act / ours:.2f}x | {ours / plain - 1:+.1%} "
+                  f"| {matmul_plan(a, b)} |")
+
+    if args.backward:
+        shapes = [(4096, 4096, 4096), (8192, 11008, 4096)][: 1 if quick else 2]
+        print("\n| tokens x out x in (bf16) | ours fwd+bwd us | torch fwd+bwd us | ratio |\n|---|---|---|---|")
+        for m, n, k in shapes:
+            x, w, bias = randn(m, k), randn(n, k), randn(n)
+            xs, ws, bs = (t.clone().requires_grad_(True) for t in (x, w, bias))
+            g = randn(m, n)
+
+            def ours_step():
+                aiter_lite.matmul(xs, ws.t(), bias=bs, activation="gelu_tanh").backward(g)
+
+            def torch_step():
+                F.gelu(F.linear(xs, ws, bs), approximate="tanh").backward(g)
+
+            t_ours, t_torch = bench_ms(ours_step, quick), bench_ms(torch_step, quick)
+            print(f"| {m}x{n}x{k} | {t_ours * 1e3:.0f} | {t_torch * 1e3:.0f} | {t_torch / t_ours:.2f}x |")
+
+    if args.odd:
+        ratios = {"fp16": [], "bf16": []}
+        print("\n| M x N x K | dtype | ours us | cuBLAS us | ratio | kernel |\n|---|---|---|---|---|---|")
+        ms_list = ODD_M if not quick else [1, 16, 4097]
+        for mode, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+            for n, k in ODD_NK:
+                for m in ms_list:
+                    a, b = randn(m, k, dt=dt), randn(k, n, dt=dt)
+                    out = torch.empty(m, n, device="cuda", dtype=dt)
+                    ours = bench_ms(lambda: aiter_lite.matmul(a, b, out), True)
+                    ref = bench_ms(lambda: torch.matmul(a, b, out=out), True)
+                    ratios[mode].append(ref / ours)
+                    print(f"| {m}x{n}x{k} | {mode} | {ours * 1e3:.1f} | {ref * 1e3:.1f} | {ref / ours:.2f} "
+                          f"| {matmul_plan(a, b)} |")
+        for mode, r in ratios.items():
+            print(f"{mode}: geomean {_geomean(r):.3f}x cuBLAS, min {min(r):.2f}x, "
+                  f"{sum(x >= 0.95 for x in r)}/{len(r)} at >= 0.95x")
+        # Skinny rows: the bytes read (B dominates) over a device copy's bandwidth.
+        big = torch.empty(1 << 28, device="cuda", dtype=torch.uint8)
+        dst = torch.empty_like(big)
+        copy_ms = bench_ms(lambda: dst.copy_(big), quick)
+        copy_gbs = 2 * big.numel() / (copy_ms * 1e-3) / 1e9
+        print(f"\ncopy bandwidth (read + write, 256 MiB): {copy_gbs:.0f} GB/s\n")
+        print("| M x N x K | dtype | ours us | GB/s read | x copy bw | cuBLAS us | kernel |\n|---|---|---|---|---|---|---|")
+        set_torch_tf32(True)
+        for mode, dt, tf32 in (("bf16", torch.bfloat16, False), ("fp32", torch.float32, False),
+                               ("tf32", torch.float32, True)):
+            for m, n, k in [(1, 4096, 4096), (16, 4096, 4096), (64, 8192, 8192)]:
+                a, b = randn(m, k, dt=dt), randn(k, n, dt=dt)
+                out = torch.empty(m, n, device="cuda", dtype=dt)
+                ours = bench_ms(lambda: aiter_lite.matmul(a, b, out, allow_tf32=tf32), quick)
+                ref = bench_ms(lambda: torch.matmul(a, b, out=out), quick)
+                nbytes = (a.numel() + b.numel() + out.numel()) * a.element_size()
+                gbs = nbytes / (ours * 1e-3) / 1e9
+                print(f"| {m}x{n}x{k} | {mode} | {ours * 1e3:.1f} | {gbs:.0f} | {gbs / copy_gbs:.2f} | {ref * 1e3:.1f} "
+                      f"| {matmul_plan(a, b, allow_tf32=tf32)} |")
+        set_torch_tf32(False)
+    return 0

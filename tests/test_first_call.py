@@ -72,17 +72,3 @@ def test_first_calls_do_not_import_dynamo(warm_cache):
     # Importing torch._dynamo costs about as much as importing torch; the target is 100 ms.
     assert report["extra_s"] < max(0.3, 0.4 * report["import_torch_s"]), report
 
-
-def test_the_constant_marker_is_what_torch_compiler_sets():
-    """ops/matmul.py marks _tf32_allowed_globally as a dynamo constant the way
-    torch.compiler.assume_constant_result does, without importing torch._dynamo at import time. If a
-    torch release changes how the decorator works, this fails and the marker must follow."""
-    from aiter_lite.ops.matmul import _tf32_allowed_globally
-
-    def probe():
-        return True
-
-    marked = torch.compiler.assume_constant_result(probe)
-    added = {k: v for k, v in vars(marked).items()}
-    assert added == {"_dynamo_marked_constant": True}
-    assert getattr(_tf32_allowed_globally, "_dynamo_marked_constant", False) is True

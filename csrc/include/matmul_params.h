@@ -10,9 +10,30 @@ namespace aiter_lite {
 
 enum class MatmulVariant : int32_t { kAuto = 0, kNaive = 1, kTiled = 2, kTensorCore = 3, kWgmma = 4 };
 
+enum class MatmulActivation : int32_t { kNone = 0, kRelu = 1, kGeluErf = 2, kGeluTanh = 3, kSilu = 4 };
+
+// What the kernels do with an fp32 accumulator acc of out[z][row][col] before its single rounding:
+//   out = act(alpha * acc + bias[col]) + beta * residual[z][row][col]
+// Defaults (no bias, no residual, kNone, alpha 1) leave acc as it is (is_identity()).
+struct MatmulEpilogue {
+  const void* bias;      // [n], element stride bias_stride, dtype bias_dtype; null: none
+  const void* residual;  // [batch, m, n] in out_dtype; null: none. May be out itself (same strides):
+                         // each element is read, then written, by the same thread
+  int64_t bias_stride;
+  int64_t residual_batch_stride, residual_row_stride, residual_col_stride;
+  float alpha, beta;
+  DType bias_dtype;
+  MatmulActivation activation;
+
+  bool is_identity() const {
+    return bias == nullptr && residual == nullptr && activation == MatmulActivation::kNone && alpha == 1.0f;
+  }
+};
+
 // a: [batch, m, k], b: [batch, k, n], out: [batch, m, n]; strides in elements, any sign-free
-// layout (row- or column-major, batch stride 0 broadcasts). All three share one dtype;
-// accumulation is fp32. allow_tf32 lets fp32 inputs use TF32 tensor cores.
+// layout (row- or column-major, batch stride 0 broadcasts). a and b share one dtype, out has
+// out_dtype (the same, or fp32 for 16-bit inputs); accumulation is fp32. allow_tf32 lets fp32
+// inputs use TF32 tensor cores.
 struct MatmulParams {
   const void* a;
   const void* b;
@@ -24,6 +45,8 @@ struct MatmulParams {
   int64_t out_batch_stride, out_row_stride, out_col_stride;
 
   DType dtype;
+  DType out_dtype;
+  MatmulEpilogue epilogue;
   bool allow_tf32;
   MatmulVariant variant;
   int32_t config;  // index into the backend's tile-config table; -1 = backend default

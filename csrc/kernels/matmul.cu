@@ -398,6 +398,9 @@ int wgmma_choose_config(const MatmulParams& p, bool b_k_major) {
 // probe: also build the tensor maps (the driver may still reject one); without it a rejected map
 // shows up only at launch, which then falls back the same way (run_slice).
 SlicePlan plan_wgmma(const MatmulParams& p, bool probe) {
+  // The Hopper kernels have no fused epilogue (an unrolled one per config made their build many times
+  // slower): a call with an epilogue runs the mma.sync kernel, which has one.
+  if (!p.epilogue.is_identity()) return plan_tensor_core(p, -1);
 #if defined(AITER_LITE_CUDA)
   const WgmmaBLayout b_layout = matmul_detail::wgmma_b_layout(p);
   // K >= 1: the kernel's accumulators are only ever written by wgmma (no k-tile, no zeros).
@@ -456,6 +459,7 @@ int wgmma_tf32_choose_config(const MatmulParams& p) {
 // The tf32 wgmma kernel where the layout qualifies (16-byte TMA rules with 4-byte elements), else
 // the mma.sync tf32 kernel with its default config; probe as in plan_wgmma.
 SlicePlan plan_wgmma_tf32(const MatmulParams& p, bool probe) {
+  if (!p.epilogue.is_identity()) return plan_tensor_core(p, -1);  // no fused epilogue here (plan_wgmma)
 #if defined(AITER_LITE_CUDA)
   const WgmmaBLayout b_layout = matmul_detail::wgmma_b_layout(p, 4);
   if (p.k >= 1 && matmul_detail::wgmma_a_ok(p, 4) && b_layout != WgmmaBLayout::kUnsupported) {
@@ -537,6 +541,12 @@ MatmulPath checked_path(const MatmulParams& q) {
   if (q.m > kMaxDim || q.n > kMaxDim || q.k > kMaxDim) invalid("m, n and k must be below 2^31");
   if (q.dtype != DType::kFloat32 && q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16)
     invalid("unsupported dtype");
+  if (q.out_dtype != q.dtype)
+    invalid("out_dtype other than the inputs' dtype is not implemented in the GPU kernels of this build");
+  const MatmulActivation act = q.epilogue.activation;
+  if (act != MatmulActivation::kNone && act != MatmulActivation::kRelu && act != MatmulActivation::kGeluErf &&
+      act != MatmulActivation::kGeluTanh && act != MatmulActivation::kSilu)
+    invalid("unknown activation " + std::to_string(static_cast<int>(act)));
   if (q.variant == MatmulVariant::kTensorCore && q.dtype == DType::kFloat32 && !q.allow_tf32)
     invalid("variant tensor_core with float32 needs allow_tf32=True (the tf32 kernel)");
   if (q.variant == MatmulVariant::kWgmma && q.dtype == DType::kFloat32 && !q.allow_tf32)
@@ -595,6 +605,9 @@ void matmul(const MatmulParams& params, void* stream_ptr) {
     s.a = static_cast<const char*>(p.a) + b0 * p.a_batch_stride * elem_bytes;
     s.b = static_cast<const char*>(p.b) + b0 * p.b_batch_stride * elem_bytes;
     s.out = static_cast<char*>(p.out) + b0 * p.out_batch_stride * elem_bytes;
+    if (p.epilogue.residual != nullptr)
+      s.epilogue.residual =
+          static_cast<const char*>(p.epilogue.residual) + b0 * p.epilogue.residual_batch_stride * elem_bytes;
     run_slice(s, plan_slice(s, path, /*probe=*/false), stream);
   }
 }

@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "dtype_traits.cuh"
+#include "matmul_epilogue_math.h"
+#include "matmul_params.h"
 #include "port.h"
 
 namespace aiter_lite {
@@ -37,7 +39,23 @@ struct GemmArgs {
   int32_t work_items;        // tensor-core kernel only: tiles_m * tiles_n * batch (< 2^31), its loop bound
   SimtLoad a_load, b_load;   // SIMT kernel only
   bool out_vec;              // out rows contiguous and aligned for the epilogue's vector stores
+  bool epi_active;           // epi is not the identity: apply_epilogue runs on every output
+  MatmulEpilogue epi;        // bias, activation, residual (residual in T, may be out itself)
 };
+
+// The value stored at out[z][row][col] for the fp32 accumulator v: act(alpha v + bias) + beta residual,
+// in fp32 (MatmulEpilogue). The residual is read by the thread that then writes the same element.
+template <typename T>
+__device__ __forceinline__ float apply_epilogue(const MatmulEpilogue& e, float v, int64_t z, int64_t row,
+                                                int64_t col) {
+  v *= e.alpha;
+  if (e.bias != nullptr) v += load_as_float(e.bias, e.bias_dtype, col * e.bias_stride);
+  v = matmul_activation(e.activation, v);
+  if (e.residual != nullptr)
+    v = fmaf(e.beta, to_float(static_cast<const T*>(e.residual)[z * e.residual_batch_stride + row * e.residual_row_stride +
+                                                                 col * e.residual_col_stride]), v);
+  return v;
+}
 
 // Block tile -> (m0, n0) in a grouped order: kGroupM consecutive blocks walk down M before moving
 // along N, so blocks running together share A row-panels and B column-panels in L2.

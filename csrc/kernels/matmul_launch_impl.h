@@ -70,6 +70,8 @@ GemmArgs<T> make_args(const MatmulParams& p) {
   g.m = static_cast<int32_t>(p.m);
   g.n = static_cast<int32_t>(p.n);
   g.k = static_cast<int32_t>(p.k);
+  g.epi = p.epilogue;
+  g.epi_active = !p.epilogue.is_identity();
   return g;
 }
 

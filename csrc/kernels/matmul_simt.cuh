@@ -222,7 +222,23 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocks)
       __syncthreads();
     }
 
-    // Epilogue: 4 consecutive columns per store where out rows are contiguous, else scalars.
+    // Epilogue: the fused epilogue in place (one rolled loop over a stack copy: its code once in the
+    // kernel, not once per accumulator), then 4 consecutive columns per store where out rows are
+    // contiguous, else scalars. acc[i][4 s + j] is out[row of i (below)][col of s (below) + j].
+    if (args.epi_active) {
+      float v[kTM * kTN];
+#pragma unroll
+      for (int e = 0; e < kTM * kTN; ++e) v[e] = acc[e / kTN][e % kTN];
+#pragma unroll 1
+      for (int e = 0; e < kTM * kTN; ++e) {
+        const int i = e / kTN, s = e % kTN / 4, j = e % 4;
+        const int row = tile.m0 + row_in_tile + (i / 4) * Traits::kSubStrideM + i % 4;
+        const int col = tile.n0 + col_in_tile + s * Traits::kSubStrideN + j;
+        if (row < args.m && col < args.n) v[e] = apply_epilogue<T>(args.epi, v[e], z, row, col);
+      }
+#pragma unroll
+      for (int e = 0; e < kTM * kTN; ++e) acc[e / kTN][e % kTN] = v[e];
+    }
     T* __restrict__ out = args.out + z * args.out_batch_stride;
 #pragma unroll
     for (int i = 0; i < kTM; ++i) {

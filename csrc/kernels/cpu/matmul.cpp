@@ -2,9 +2,11 @@
 // Blocked GEMM: each OpenMP task owns an mc x nc tile of out. For every kKC-deep slice of k it
 // packs the A and B blocks into contiguous fp32 panels (this also absorbs strides and dtype,
 // and zero-pads the edges), then runs a kMR x kNR register-blocked micro-kernel over them,
-// accumulating into an fp32 tile buffer that is converted into out at the end.
+// accumulating into an fp32 tile buffer that goes through the epilogue (bias, activation, residual:
+// MatmulEpilogue) and is converted into out at the end.
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #ifdef _OPENMP
@@ -12,6 +14,7 @@
 #endif
 
 #include "cpu_dtype.h"
+#include "matmul_epilogue_math.h"
 #include "matmul_params.h"
 
 namespace aiter_lite {
@@ -98,11 +101,35 @@ int64_t block_size(int64_t extent, int64_t max_size, int64_t align, int64_t min_
 struct alignas(64) CacheLine { float v[16]; };
 constexpr int64_t lines_for(int64_t floats) { return (floats + 15) / 16; }
 
-template <typename T>
+float load_float(const void* ptr, DType dtype, int64_t idx) {
+  switch (dtype) {
+    case DType::kFloat16: return to_float(static_cast<const Half*>(ptr)[idx]);
+    case DType::kBFloat16: return to_float(static_cast<const BFloat16*>(ptr)[idx]);
+    default: return static_cast<const float*>(ptr)[idx];
+  }
+}
+
+// row[j] = act(alpha * row[j] + bias[n0 + j]) + beta * residual_row[j * stride] for j < nc, in place.
+template <typename OutT>
+void epilogue_row(const MatmulEpilogue& e, float* row, int64_t n0, int64_t nc, const OutT* residual_row,
+                  int64_t residual_stride) {
+  for (int64_t j = 0; j < nc; ++j) {
+    float v = e.alpha * row[j];
+    if (e.bias != nullptr) v += load_float(e.bias, e.bias_dtype, (n0 + j) * e.bias_stride);
+    v = matmul_activation(e.activation, v);
+    if (residual_row != nullptr) v += e.beta * to_float(residual_row[j * residual_stride]);
+    row[j] = v;
+  }
+}
+
+template <typename T, typename OutT>
 void matmul_impl(const MatmulParams& p) {
   const T* a = static_cast<const T*>(p.a);
   const T* b = static_cast<const T*>(p.b);
-  T* out = static_cast<T*>(p.out);
+  OutT* out = static_cast<OutT*>(p.out);
+  const MatmulEpilogue& e = p.epilogue;
+  const bool epilogue = !e.is_identity();
+  const OutT* residual = static_cast<const OutT*>(e.residual);
   const bool parallel = p.batch * p.m * p.n * p.k >= (1 << 18);
 #ifdef _OPENMP
   const int64_t threads = parallel ? omp_get_max_threads() : 1;
@@ -145,8 +172,16 @@ void matmul_impl(const MatmulParams& p) {
             micro_kernel(kc, a_pack + i * kc, b_pack + j * kc, c_tile + i * ldc + j, ldc);
       }
 
-      T* out_tile = out + batch * p.out_batch_stride + m0 * p.out_row_stride + n0 * p.out_col_stride;
-      for (int64_t i = 0; i < mc; ++i) store_row(c_tile + i * ldc, out_tile + i * p.out_row_stride, p.out_col_stride, nc);
+      OutT* out_tile = out + batch * p.out_batch_stride + m0 * p.out_row_stride + n0 * p.out_col_stride;
+      for (int64_t i = 0; i < mc; ++i) {
+        if (epilogue) {
+          const OutT* r = residual == nullptr ? nullptr
+                                              : residual + batch * e.residual_batch_stride +
+                                                    (m0 + i) * e.residual_row_stride + n0 * e.residual_col_stride;
+          epilogue_row(e, c_tile + i * ldc, n0, nc, r, e.residual_col_stride);
+        }
+        store_row(c_tile + i * ldc, out_tile + i * p.out_row_stride, p.out_col_stride, nc);
+      }
     }
   }
 }
@@ -154,9 +189,19 @@ void matmul_impl(const MatmulParams& p) {
 }  // namespace
 
 // allow_tf32, variant and config select GPU kernels; the CPU always runs the code above.
+// out_dtype: the inputs' dtype, or fp32 for 16-bit inputs.
 void matmul(const MatmulParams& p, void* /*stream: CPU*/) {
   if (p.batch <= 0 || p.m <= 0 || p.n <= 0) return;
-  dispatch_dtype(p.dtype, "matmul", [&](auto tag) { matmul_impl<typename decltype(tag)::type>(p); });
+  if (p.out_dtype != p.dtype && p.out_dtype != DType::kFloat32)
+    throw std::invalid_argument("aiter_lite.matmul: out_dtype must be the inputs' dtype or float32");
+  dispatch_dtype(p.dtype, "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (p.out_dtype == p.dtype) {
+      matmul_impl<T, T>(p);
+    } else {
+      matmul_impl<T, float>(p);
+    }
+  });
 }
 
 std::string matmul_plan(const MatmulParams& p) {

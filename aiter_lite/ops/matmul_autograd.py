@@ -1,0 +1,86 @@
+"""The backward of aiter_lite::matmul, registered with torch.library.register_autograd.
+
+Forward: C = act(alpha * (A @ B) + bias) + beta * R. With dC the incoming gradient and
+Z = alpha * (A @ B) + bias the pre-activation:
+    dZ = dC * act'(Z)        dbias = sum of dZ over rows (and batch)      dR = beta * dC
+    dA = alpha * dZ @ B^T    dB = alpha * A^T @ dZ
+dA and dB run on aiter_lite's own kernels (the op itself, so a double backward works too), with the
+transposes passed as strided views: every kernel reads both operand orientations (docs/matmul.md says
+which path takes which without a copy). Z is recomputed, not saved: one more matmul in the backward
+(with bias, in the output's dtype, as the forward computed it), instead of keeping an activation-sized
+tensor alive from forward to backward. Without an activation nothing is recomputed.
+Broadcast operands (a 2-D operand, or a batch of 1, against a batch) get their gradient summed over
+the batch; a 3-D A against a 2-D B gets dB = A^T @ dZ over all batch rows at once (one matmul).
+"""
+from __future__ import annotations
+
+import torch
+
+from .matmul import ACTIVATIONS
+
+_RELU, _GELU, _GELU_TANH, _SILU = (ACTIVATIONS[k] for k in ("relu", "gelu", "gelu_tanh", "silu"))
+
+
+def _op(a, b, alpha=1.0, allow_tf32=None, variant=0, config=-1, bias=None):
+    return torch.ops.aiter_lite.matmul(a, b, bias, None, 0, alpha, 1.0, None, allow_tf32, variant, config)
+
+
+def setup_context(ctx, inputs, output):
+    a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, variant, config = inputs
+    ctx.act, ctx.alpha, ctx.beta, ctx.out_dtype = act, alpha, beta, out_dtype
+    ctx.allow_tf32, ctx.variant = allow_tf32, variant
+    ctx.a_shape, ctx.b_shape = a.shape, b.shape
+    ctx.has_bias, ctx.has_residual = bias is not None, residual is not None
+    ctx.bias_dtype = None if bias is None else bias.dtype
+    ctx.residual_dtype = None if residual is None else residual.dtype
+    ctx.save_for_backward(a, b, bias if act != 0 else None)
+
+
+def _activation_grad(grad, z, act):
+    if act == _RELU:
+        return torch.ops.aten.threshold_backward(grad, z, 0)
+    if act == _GELU:
+        return torch.ops.aten.gelu_backward(grad, z, approximate="none")
+    if act == _GELU_TANH:
+        return torch.ops.aten.gelu_backward(grad, z, approximate="tanh")
+    if act == _SILU:
+        return torch.ops.aten.silu_backward(grad, z)
+    raise ValueError(f"unknown activation code {act}")
+
+
+def _reduce_to(g, shape):
+    """g ([batch, rows, cols]) summed over the batch where the operand of `shape` broadcast."""
+    if g.dim() == len(shape) and g.shape[0] == shape[0]:
+        return g
+    if len(shape) == 2:
+        return g.sum(0)
+    return g.sum(0, keepdim=True)
+
+
+def backward(ctx, grad):
+    a, b, bias = ctx.saved_tensors
+    need_a, need_b, need_bias, need_res = ctx.needs_input_grad[:4]
+    tf32, variant = ctx.allow_tf32, ctx.variant
+    g_res = None
+    if need_res and ctx.has_residual:
+        g_res = (grad * ctx.beta if ctx.beta != 1.0 else grad).to(ctx.residual_dtype)
+    if not (need_a or need_b or need_bias):
+        return None, None, None, g_res, None, None, None, None, None, None, None
+    dz = grad
+    if ctx.act != 0:
+        z = torch.ops.aiter_lite.matmul(a, b, bias, None, 0, ctx.alpha, 1.0, ctx.out_dtype, tf32, variant, -1)
+        dz = _activation_grad(grad, z, ctx.act)
+    g_bias = None
+    if need_bias and ctx.has_bias:
+        g_bias = dz.sum(dim=tuple(range(dz.dim() - 1)), dtype=torch.float32).to(ctx.bias_dtype)
+    dz = dz.to(a.dtype)  # out_dtype=float32 with 16-bit inputs: the kernels take one dtype
+    g_a = g_b = None
+    if need_a:
+        g_a = _reduce_to(_op(dz, b.mT, ctx.alpha, tf32, variant), ctx.a_shape)
+    if need_b:
+        if len(ctx.b_shape) == 2 and dz.dim() == 3:  # B shared by every batch entry: one matmul over all rows
+            g_b = _op(a.expand(dz.shape[0], *a.shape[-2:]).reshape(-1, a.shape[-1]).mT,
+                      dz.reshape(-1, dz.shape[-1]), ctx.alpha, tf32, variant)
+        else:
+            g_b = _reduce_to(_op(a.mT, dz, ctx.alpha, tf32, variant), ctx.b_shape)
+    return g_a, g_b, g_bias, g_res, None, None, None, None, None, None, None

@@ -1,0 +1,83 @@
+"""GPU tests of aiter_lite.matmul's fused epilogue and its gradients against float64: every variant
+(naive, SIMT, mma.sync, auto: wgmma without an epilogue) x dtype x activation, transposed and broadcast
+operands, residual aliasing out, poisoned outputs; the backward on CUDA. Skipped without CUDA."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import aiter_lite
+from aiter_lite.ops.matmul import matmul_plan, matmul_ref
+from aiter_lite.testing import rel_error
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+MODES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+TOL = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 3e-3, "bf16": 1.6e-2}
+ACTS = [None, "relu", "gelu", "gelu_tanh", "silu"]
+
+
+def _randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device="cuda").to(dtype)
+
+
+@pytest.mark.parametrize("act", ACTS)
+@pytest.mark.parametrize("variant", ["naive", "tiled", "tensor_core", "auto"])
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("mnk", [(129, 257, 136), (1000, 520, 264)], ids=["edges", "tiles"])
+def test_epilogue_every_path(mnk, layout, mode, variant, act):
+    if mode == "fp32" and variant == "tensor_core" or mode == "tf32" and variant in ("naive", "tiled"):
+        pytest.skip("no such kernel")
+    m, n, k = mnk
+    dtype = MODES[mode]
+    a = _randn(2, m, k, dtype=dtype) if layout == "nn" else _randn(2, k, m, dtype=dtype).mT
+    b = _randn(k, n, dtype=dtype) if layout == "nn" else _randn(n, k, dtype=dtype).mT
+    bias = _randn(n, dtype=torch.bfloat16 if mode != "bf16" else torch.float32)
+    res = _randn(2, m, n, dtype=dtype)
+    out = torch.full((2, m, n), float("nan"), device="cuda", dtype=dtype)
+    aiter_lite.matmul(a, b, out, bias=bias, activation=act, residual=res, alpha=0.5, beta=-1.5,
+                      allow_tf32=mode == "tf32", variant=variant)
+    ref = matmul_ref(a, b, bias=bias, activation=act, residual=res, alpha=0.5, beta=-1.5)
+    assert rel_error(out, ref) <= TOL[mode], matmul_plan(a, b, allow_tf32=mode == "tf32", variant=variant)
+
+
+@pytest.mark.parametrize("mode", ["fp16", "bf16", "tf32"])
+def test_residual_is_out(mode):
+    a, b = _randn(300, 200, dtype=MODES[mode]), _randn(200, 136, dtype=MODES[mode])
+    out = _randn(300, 136, dtype=MODES[mode])
+    ref = matmul_ref(a, b, residual=out, activation="relu", beta=1.0)
+    aiter_lite.matmul(a, b, out, residual=out, activation="relu", allow_tf32=mode == "tf32")
+    assert rel_error(out, ref) <= TOL[mode]
+
+
+def test_no_epilogue_still_runs_wgmma():
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("Hopper only")
+    a, b = _randn(1024, 1024, dtype=torch.bfloat16), _randn(1024, 1024, dtype=torch.bfloat16)
+    assert matmul_plan(a, b).startswith("wgmma")
+
+
+@pytest.mark.parametrize("mode", ["fp32", "tf32", "bf16"])
+@pytest.mark.parametrize("case", ["a3-b2", "a2-b3", "at-bt"])
+def test_backward_cuda(case, mode):
+    dtype = MODES[mode]
+    m, n, k, batch = 136, 72, 264, 3
+    shapes = {"a3-b2": ((batch, m, k), (k, n)), "a2-b3": ((m, k), (batch, k, n)),
+              "at-bt": ((batch, k, m), (n, k))}[case]
+    a, b = _randn(*shapes[0], dtype=dtype), _randn(*shapes[1], dtype=dtype)
+    if case == "at-bt":
+        a, b = a.mT, b.mT
+    bias = _randn(n)
+    leaves = [t.detach().clone().requires_grad_(True) for t in (a, b, bias)]
+    leaves64 = [t.detach().double().requires_grad_(True) for t in (a, b, bias)]
+    out = aiter_lite.matmul(*leaves[:2], bias=leaves[2], activation="gelu", allow_tf32=mode == "tf32")
+    ref = matmul_ref(*leaves64[:2], bias=leaves64[2], activation="gelu")
+    grad = torch.randn(ref.shape, device="cuda", dtype=torch.float64)
+    out.backward(grad.to(out.dtype))
+    ref.backward(grad)
+    for name, x, y in zip(("a", "b", "bias"), leaves, leaves64):
+        assert rel_error(x.grad, y.grad) <= 4 * TOL[mode], name
