@@ -368,8 +368,6 @@ def issue6_summary(records) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 # ---- issue 21: epilogues, backward, odd shapes, host time ----------------------------------------
@@ -495,3 +493,7 @@ def issue21(args) -> int:
                       f"| {matmul_plan(a, b, allow_tf32=tf32)} |")
         set_torch_tf32(False)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
