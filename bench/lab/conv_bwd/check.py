@@ -16,7 +16,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BUILD = os.environ.get("BUILD", "/tmp/conv_bwd")
 SOURCES = ["causal_conv1d_bwd.cu", "causal_conv1d_bwd_rows.cu", "causal_conv1d_bwd_channel_last.cu",
            "causal_conv1d_bwd_tile.cu"]
@@ -30,7 +30,7 @@ def build(arch="sm_90a"):
           *os.environ.get("NVCC_EXTRA", "").split()]
     py_inc = subprocess.check_output([sys.executable, "-m", "pybind11", "--includes"], text=True).split()
     jobs = [nv + inc + ["-c", os.path.join(ROOT, "csrc/kernels", s), "-o", f"{BUILD}/{s}.o"] for s in SOURCES]
-    shim = ["g++", "-std=c++17", "-O2", "-fPIC", *inc, *py_inc, "-c", os.path.join(ROOT, "bench/conv_bwd/shim.cpp")]
+    shim = ["g++", "-std=c++17", "-O2", "-fPIC", *inc, *py_inc, "-c", os.path.join(ROOT, "bench/lab/conv_bwd/shim.cpp")]
     jobs.append(shim + ["-o", f"{BUILD}/shim.o"])
     # A/B variant: channel-last with 8-byte channel groups, as module conv_bwd_shim_cl8.
     jobs.append(nv + inc + ["-DAITER_LITE_BWD_CL_VEC_BYTES=8", "-c",

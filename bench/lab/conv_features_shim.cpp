@@ -1,5 +1,5 @@
 // A torch-free pybind11 shim over the causal conv1d forward's params structs, for the GPU probe
-// bench/probe_conv_features.py while the real binding is written elsewhere. Tensors come in as
+// bench/lab/probe_conv_features.py while the real binding is written elsewhere. Tensors come in as
 // (data_ptr, strides) integers; the caller keeps them alive and checks shapes.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

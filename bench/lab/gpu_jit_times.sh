@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cold build times and first-call latency on a GPU machine (docs/jit.md, issue 22).
-#   cd <repo> && PYTHONPATH=$PWD bash bench/gpu_jit_times.sh 2>&1 | tee log
+#   cd <repo> && PYTHONPATH=$PWD bash bench/lab/gpu_jit_times.sh 2>&1 | tee log
 # Each build starts from an empty cache dir. "threads 1" is the build as it was before device compiles
 # were spread over threads (AITER_LITE_DEVICE_THREADS=1); "auto" is the default.
 set -uo pipefail

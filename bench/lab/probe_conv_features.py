@@ -1,18 +1,18 @@
 """GPU check and timing of the causal conv1d forward with states and packed sequences (issue 19).
 
 Builds csrc/kernels/causal_conv1d_{fwd,fwd_rows,fwd_features,varlen_states}.cu with the torch-free shim
-bench/conv_features_shim.cpp (kernel objects built beforehand by `--build-objs` are reused), then:
+bench/lab/conv_features_shim.cpp (kernel objects built beforehand by `--build-objs` are reused), then:
   check   every feature against a float64 reference (torch cat + F.conv1d per sequence), NaN-poisoned
           outputs, odd L, contiguous / channel-last / strided layouts, widths 1..8 and 10, three x dtypes with
           fp32 and same-dtype weights, state pools updated in place (unnamed slots bit-for-bit unchanged);
   time    features vs the plain forward of the same shape, serving prefill vs copy, channel-last vs copy
           (do_bench medians, L2 flushed).
-Usage: python bench/probe_conv_features.py [--quick] [--no-time] [--build-objs DIR]
+Usage: python bench/lab/probe_conv_features.py [--quick] [--no-time] [--build-objs DIR]
 """
 import argparse, os, random, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KERNELS = ["causal_conv1d_fwd", "causal_conv1d_fwd_rows", "causal_conv1d_fwd_features", "causal_conv1d_varlen_states"]
 NVCC = ["nvcc", "-std=c++17", "-O3", "--use_fast_math", "-arch=sm_90a", "-Xcompiler", "-fPIC", f"-I{ROOT}/csrc/include"]
 
@@ -36,7 +36,7 @@ def load_shim(objdir, build):
     build_objs(objdir, only_missing=True)
     so = f"{build}/conv_features_shim{sysconfig.get_config_var('EXT_SUFFIX')}"
     cmd = NVCC + ["-shared", f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
-                  f"{ROOT}/bench/conv_features_shim.cpp", *[f"{objdir}/{k}.o" for k in KERNELS], "-o", so]
+                  f"{ROOT}/bench/lab/conv_features_shim.cpp", *[f"{objdir}/{k}.o" for k in KERNELS], "-o", so]
     subprocess.run(cmd, check=True)
     sys.path.insert(0, build)
     return importlib.import_module("conv_features_shim")

@@ -5,8 +5,8 @@ set -o pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 nvidia-smi -L; nvcc --version | tail -1; date -u
-timeout ${PROBE_S:-190} python bench/probe_conv_features.py "$@" 2>&1 | tee $OUT/probe.log
+timeout ${PROBE_S:-190} python bench/lab/probe_conv_features.py "$@" 2>&1 | tee $OUT/probe.log
 for tool in memcheck racecheck; do
   timeout ${SAN_S:-45} compute-sanitizer --tool $tool \
-    python bench/probe_conv_features.py --quick --no-time 2>&1 | tail -4 | tee $OUT/$tool.log
+    python bench/lab/probe_conv_features.py --quick --no-time 2>&1 | tail -4 | tee $OUT/$tool.log
 done
