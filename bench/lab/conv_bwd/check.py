@@ -1,10 +1,10 @@
 """GPU check and timing of the causal conv1d CUDA backward (csrc/kernels/causal_conv1d_bwd*.cu) through a
 test-only pybind11 shim (shim.cpp), built here with nvcc: the real binding is written elsewhere.
 
-  python bench/conv_bwd/check.py build            # compile the kernels + shim into $BUILD (default /tmp/conv_bwd)
-  python bench/conv_bwd/check.py check            # gradients vs torch autograd of a float64 reference
-  python bench/conv_bwd/check.py sanitize         # a few small calls per path (run under compute-sanitizer)
-  python bench/conv_bwd/check.py time [--peer]    # CUDA-graph timings vs a same-bytes copy (and causal-conv1d)
+  python bench/lab/conv_bwd/check.py build            # compile the kernels + shim into $BUILD (default /tmp/conv_bwd)
+  python bench/lab/conv_bwd/check.py check            # gradients vs torch autograd of a float64 reference
+  python bench/lab/conv_bwd/check.py sanitize         # a few small calls per path (run under compute-sanitizer)
+  python bench/lab/conv_bwd/check.py time [--peer]    # CUDA-graph timings vs a same-bytes copy (and causal-conv1d)
 """
 import concurrent.futures as cf
 import importlib.util
