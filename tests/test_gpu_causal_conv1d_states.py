@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import aiter_lite
-from aiter_lite.ops import causal_conv1d_varlen_states_ref
+from aiter_lite.ops import causal_conv1d_ref, causal_conv1d_varlen_states_ref
 from conv_states_cases import (LAYOUTS, TOLERANCE, check_deterministic_backward, check_forward, check_varlen, make_states, make_x, packed_seq_idx,
                                random_normal, rel_error)
 
@@ -121,3 +121,26 @@ def test_backward_bitwise_reproducible_in_deterministic_mode(layout):
     b = random_normal((512,), torch.float32, DEV).requires_grad_()
     dout = random_normal(tuple(x.shape), torch.bfloat16, DEV)
     check_deterministic_backward(x, w, b, dout, runs=5, tol=TOLERANCE[torch.bfloat16])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("width", range(1, 9))
+def test_states_on_plain_kernels(dtype, layout, width):
+    """Initial and/or final states alone on a non-channel-last layout take the plain kernels, then a rewrite
+    of each row's first width-1 outputs: those outputs are checked on their own (a wrong head would barely
+    move the whole tensor's error), for odd lengths, lengths below width-1, and rows the rows kernel takes."""
+    torch.manual_seed(width)
+    tol = TOLERANCE[dtype]
+    for seqlen in [1, 2, 3, 7, 9, 1135]:
+        x = make_x(2, 67, seqlen, dtype, DEV, layout)
+        weight, bias = random_normal((67, width), dtype, DEV), random_normal((67,), dtype, DEV)
+        init = make_states(2, 67, width, dtype, DEV, layout)
+        for final in (True, False):
+            res = check_forward(x, weight, bias, "silu", initial_states=init, final_states=final)
+            out = res[0] if final else res
+            ref = causal_conv1d_ref(x, weight, bias, "silu", initial_states=init)
+            head = min(width - 1, seqlen)
+            if head > 0:
+                assert rel_error(out[..., :head], ref[..., :head]) <= tol
+        check_forward(x, weight, None, None, final_states=True)  # final states alone

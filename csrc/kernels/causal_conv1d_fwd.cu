@@ -719,24 +719,8 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
   return (L == 1 || p.x_seq_stride == 1) ? FwdPath::kShared : FwdPath::kNaive;
 }
 
-}  // namespace
-}  // namespace conv1d
-
-void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
-  using namespace conv1d;
-  if (p.width < 1) throw std::invalid_argument("aiter_lite causal_conv1d_fwd: width must be >= 1");
-  if (p.batch < 0 || p.dim < 0 || p.seqlen < 0)
-    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: negative size");
-  if (!is_valid_dtype(p.x_dtype) || !is_valid_dtype(p.w_dtype))
-    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: unsupported dtype");
-  const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
-  if (fwd_has_features(p)) {  // states or packed sequences: their own kernels (a final state needs no x)
-    if (p.batch == 0 || p.dim == 0) return;
-    if (p.weight == nullptr || (p.seqlen > 0 && (p.x == nullptr || p.out == nullptr)))
-      throw std::invalid_argument("aiter_lite causal_conv1d_fwd: null tensor pointer");
-    return fwd_features_run(p, make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
-                                                p.bias_stride, p.w_dtype), stream);
-  }
+// The forward without features (every feature pointer of p null): the fastest kernel for its layout.
+void fwd_plain_run(const CausalConv1dFwdParams& p, gpuStream_t stream) {
   if (p.batch == 0 || p.dim == 0 || p.seqlen == 0) return;
   if (p.x == nullptr || p.out == nullptr || p.weight == nullptr)
     throw std::invalid_argument("aiter_lite causal_conv1d_fwd: null tensor pointer");
@@ -764,6 +748,38 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
     }
     throw std::logic_error("aiter_lite causal_conv1d_fwd: unhandled kernel path");
   });
+}
+
+}  // namespace
+}  // namespace conv1d
+
+void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
+  using namespace conv1d;
+  if (p.width < 1) throw std::invalid_argument("aiter_lite causal_conv1d_fwd: width must be >= 1");
+  if (p.batch < 0 || p.dim < 0 || p.seqlen < 0)
+    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: negative size");
+  if (!is_valid_dtype(p.x_dtype) || !is_valid_dtype(p.w_dtype))
+    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: unsupported dtype");
+  const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
+  if (fwd_has_features(p)) {  // states or packed sequences: their own kernels (a final state needs no x)
+    if (p.batch == 0 || p.dim == 0) return;
+    if (p.weight == nullptr || (p.seqlen > 0 && (p.x == nullptr || p.out == nullptr)))
+      throw std::invalid_argument("aiter_lite causal_conv1d_fwd: null tensor pointer");
+    if ((p.initial_states != nullptr || p.final_states != nullptr) && p.state_len < p.width - 1)
+      throw std::invalid_argument("aiter_lite causal_conv1d_fwd: state_len must be >= width - 1");
+    const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
+                                          p.bias_stride, p.w_dtype);
+    if (!fwd_states_split(p)) return fwd_features_run(p, w, stream);
+    // Only initial/final states on a layout the feature kernels serve slowly (per output): the plain
+    // kernels write every output, exact from t = width-1 on; then, in stream order, the per-output kernel
+    // rewrites the first width-1 outputs of each row from the initial states, and the final states follow.
+    CausalConv1dFwdParams plain = p;
+    plain.initial_states = nullptr;
+    plain.final_states = nullptr;
+    fwd_plain_run(plain, stream);
+    return fwd_features_run(p, w, stream, fwd_states_split_out_len(p));
+  }
+  fwd_plain_run(p, stream);
 }
 
 }  // namespace aiter_lite

@@ -41,7 +41,8 @@ struct FwdFeatureArgs {
   void* out;
   WeightArgs w;
   int64_t batch, dim, seqlen, width;
-  int64_t rows;  // rows of x: batch, or 1 in varlen mode
+  int64_t rows;     // rows of x: batch, or 1 in varlen mode
+  int64_t out_len;  // per_output writes positions t < out_len of each row (seqlen: all)
   int64_t x_batch_stride, x_dim_stride, x_seq_stride;
   int64_t out_batch_stride, out_dim_stride, out_seq_stride;
   const void* init;
@@ -280,14 +281,14 @@ constexpr int kPerOutputThreads = 256;
 
 template <typename T, int kW>
 __global__ void __launch_bounds__(kPerOutputThreads)
-    causal_conv1d_fwd_features_per_output_kernel(const FwdFeatureArgs a, const FastDivmod div_seqlen,
+    causal_conv1d_fwd_features_per_output_kernel(const FwdFeatureArgs a, const FastDivmod div_out_len,
                                                  const FastDivmod div_dim) {
-  const int64_t n = a.rows * a.dim * a.seqlen;
+  const int64_t n = a.rows * a.dim * a.out_len;
   const int64_t width = kW > 0 ? kW : a.width;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kPerOutputThreads + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * kPerOutputThreads) {
     int64_t t, d;
-    const int64_t rd = div_seqlen.divmod(t, i);
+    const int64_t rd = div_out_len.divmod(t, i);
     const int64_t r = div_dim.divmod(d, rd);
     if (a.cu_seqlens != nullptr && t >= a.cu_seqlens[a.batch]) continue;  // after the last sequence
     const int64_t b = a.cu_seqlens != nullptr ? find_sequence(a.cu_seqlens, a.batch, t) : r;
@@ -319,10 +320,10 @@ __global__ void __launch_bounds__(kPerOutputThreads)
 
 template <typename T, int kW>
 void features_per_output_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
-  const int64_t n = a.rows * a.dim * a.seqlen;
+  const int64_t n = a.rows * a.dim * a.out_len;
   const int64_t blocks = std::min((n + kPerOutputThreads - 1) / kPerOutputThreads, kMaxGridX);
   causal_conv1d_fwd_features_per_output_kernel<T, kW><<<static_cast<unsigned>(blocks), kPerOutputThreads, 0, stream>>>(
-      a, FastDivmod(a.seqlen), FastDivmod(a.dim));
+      a, FastDivmod(a.out_len), FastDivmod(a.dim));
   AITER_LITE_LAUNCH_CHECK();
 }
 
@@ -384,6 +385,7 @@ FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArg
   a.seqlen = p.seqlen;
   a.width = p.width;
   a.rows = p.cu_seqlens != nullptr ? 1 : p.batch;
+  a.out_len = p.seqlen;
   a.x_batch_stride = p.cu_seqlens != nullptr ? 0 : p.x_batch_stride;
   a.x_dim_stride = p.x_dim_stride;
   a.x_seq_stride = p.x_seq_stride;
@@ -413,13 +415,20 @@ FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArg
 
 }  // namespace
 
-void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
-  if ((p.initial_states != nullptr || p.final_states != nullptr) && p.state_len < p.width - 1)
-    throw std::invalid_argument("aiter_lite causal_conv1d_fwd: state_len must be >= width - 1");
+void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream,
+                      int64_t out_len) {
   if (p.batch == 0 || p.dim == 0) return;
-  const FwdFeatureArgs a = make_feature_args(p, w);
+  FwdFeatureArgs a = make_feature_args(p, w);
   const int64_t B = a.rows, D = p.dim, L = p.seqlen;
-  if (L > 0) {
+  if (out_len >= 0 && out_len < L) {  // a prefix of every row (no varlen here): the per-output kernel only
+    a.out_len = out_len;
+    if (out_len > 0) {
+      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+        if (p.width > kMaxTemplateWidth) return features_per_output_launch<scalar_t, 0>(a, stream);
+        AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { features_per_output_launch<scalar_t, kW>(a, stream); });
+      });
+    }
+  } else if (L > 0) {
     const bool channel_last = D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
     const bool templated = p.width <= kMaxTemplateWidth && p.variant != ConvVariant::kNaive;
     AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {

@@ -17,9 +17,29 @@ inline bool fwd_has_features(const CausalConv1dFwdParams& p) {
          p.cu_seqlens != nullptr || p.state_indices != nullptr || p.has_initial_state != nullptr;
 }
 
+// Whether the plain kernels plus a fix-up can take the call (fwd_states_split_out_len): only initial_states
+// and/or final_states are set, and the layout is not channel-last (whose feature kernel is already as fast
+// as the plain one).
+inline bool fwd_states_split(const CausalConv1dFwdParams& p) {
+  const bool only_states = p.seq_idx == nullptr && p.cu_seqlens == nullptr && p.state_indices == nullptr &&
+                           p.has_initial_state == nullptr;
+  const bool channel_last = p.dim == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
+  return only_states && !channel_last && p.seqlen > 0;
+}
+
+// The outputs a plain launch (feature pointers null) gets wrong for such a call: positions
+// t < min(width-1, seqlen) of every row, and only when initial_states is set (zeros are what it reads).
+inline int64_t fwd_states_split_out_len(const CausalConv1dFwdParams& p) {
+  if (p.initial_states == nullptr) return 0;
+  return p.width - 1 < p.seqlen ? p.width - 1 : p.seqlen;
+}
+
 // Runs the forward with its features: the outputs, then (when final_states is set) the final states in a
 // second launch, so a state pool updated in place is read completely before any of it is written.
-void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream);
+// out_len >= 0 (only without cu_seqlens): just positions t < out_len of each row are written (0: none, only
+// the final states); -1: all of them.
+void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream,
+                      int64_t out_len = -1);
 
 }  // namespace conv1d
 }  // namespace aiter_lite
