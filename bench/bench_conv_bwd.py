@@ -14,6 +14,7 @@ bench_causal_conv1d.py (installed by bench/gpu.sh, else built from .peers). JSON
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import sys
@@ -144,8 +145,8 @@ def main(argv=None):
                              "bwd_vs_copy": nbytes / bwd / 1e6 / copy})
     print_table(rows, copy)
     if args.out:
-        args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "copy_tbps": copy, "rows": rows},
-                                       indent=None))
+        args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "date": str(datetime.date.today()),
+                                        "copy_tbps": copy, "records": rows}))
 
 
 def print_table(rows, copy):
