@@ -3,7 +3,9 @@
 (.peers/peers.py's with_bwd=True build) and flash-linear-attention's wheel, from the carried .peers/,
 installed into CACHE/site so that `import causal_conv1d` and `import fla` work with it on sys.path.
 CACHE lies outside the repository; a later call on the same (warm) machine finds CACHE/site/READY
-and returns at once instead of building again (about 90 s on 16 cores).
+and returns at once instead of building again (about 90 s on 16 cores). `--pack FILE` writes the built
+site as a .tar.xz; a carried .peers/prebuilt_site.tar.xz made that way on the same torch is unpacked
+instead of building (a cold machine then needs no peer build).
 
     python bench/peer_cache.py --peers .peers --cache /tmp/aiter_lite_peers
 """
@@ -13,6 +15,7 @@ import argparse
 import os
 import shutil
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -21,11 +24,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peers", type=Path, default=Path(".peers"), help="folder with peers.py and the packages")
     ap.add_argument("--cache", type=Path, required=True, help="where the built peers stay (outside git)")
+    ap.add_argument("--pack", type=Path, help="also write the built site to this .tar.xz")
     args = ap.parse_args(argv)
     site, ready = args.cache / "site", args.cache / "site" / "READY"
+    if not ready.is_file():
+        unpack_prebuilt(args.peers / "prebuilt_site.tar.xz", args.cache)
     if ready.is_file():
         print(f"peers: cached in {site} ({ready.read_text().strip()})")
-        return 0
+        return pack(site, args.pack)
     if not (args.peers / "peers.py").is_file():
         print(f"peers: no {args.peers}/peers.py (carry .peers, see bench/README.md); running without peers")
         return 1
@@ -45,6 +51,34 @@ def main(argv=None) -> int:
     shutil.copytree(Path(dao.__file__).parent, site / "causal_conv1d", dirs_exist_ok=True)
     ready.write_text(f"causal-conv1d with backward built in {build_s:.0f} s, fla installed; {time.time() - t0:.0f} s\n")
     print(f"peers: {ready.read_text().strip()}, in {site}")
+    return pack(site, args.pack)
+
+
+def torch_tag() -> str:
+    import torch  # noqa: PLC0415
+
+    return f"torch {torch.__version__}"
+
+
+def unpack_prebuilt(archive: Path, cache: Path) -> None:
+    """Unpack a site packed by --pack when it was built against this torch (its TORCH file says which)."""
+    if not archive.is_file():
+        return
+    with tarfile.open(archive) as tar:
+        tag = tar.extractfile("site/TORCH").read().decode().strip()
+        if tag != torch_tag():
+            print(f"peers: {archive} was built for {tag}, not {torch_tag()}; building")
+            return
+        tar.extractall(cache, filter="data")
+    print(f"peers: unpacked {archive}")
+
+
+def pack(site: Path, archive) -> int:
+    if archive is not None:
+        (site / "TORCH").write_text(torch_tag() + "\n")
+        with tarfile.open(archive, "w:xz") as tar:
+            tar.add(site, arcname="site")
+        print(f"peers: packed {site} into {archive} ({archive.stat().st_size / 2**20:.1f} MiB)")
     return 0
 
 
