@@ -11,7 +11,9 @@
 //                wgmma, matmul_wgmma_tf32.cuh). Needs a compute capability 9.0 device and a module
 //                built for sm_90a (else std::invalid_argument); strict fp32 is refused.
 //   kAuto        fp16/bf16, and fp32 with allow_tf32: the wgmma kernel where it is available and the
-//                layout qualifies (below), else mma.sync; strict fp32: the SIMT kernel.
+//                layout qualifies (below), else mma.sync; strict fp32: the SIMT kernel. Whatever the
+//                dtype and layout, A with at most kSkinnyMaxM (16) rows and config -1: the skinny
+//                kernel (matmul_skinny.cuh: memory-bound, fp32 FFMA, split-K over a cluster).
 //                An explicit config selects its own kernel family (a kWgmma16 or a kTensorCore16
 //                config for fp16/bf16, a kWgmmaTf32 or a kTensorCoreTf32 config for tf32).
 //
@@ -62,6 +64,9 @@
 //   matmul_tc_tf32.cu
 //   matmul_wgmma_fp16.cu  Hopper kernels (sm_90a only; present when AITER_LITE_HAS_MATMUL_WGMMA_FP16
 //   matmul_wgmma_bf16.cu  / _BF16 is defined), one dtype each: all kWgmma16 configs, both B layouts
+//   matmul_skinny_fp32.cu  skinny kernels (M <= 16), one dtype each: all row bounds and B layouts
+//   matmul_skinny_fp16.cu
+//   matmul_skinny_bf16.cu
 //   matmul_wgmma_tf32.cu  Hopper tf32 kernels (sm_90a only; AITER_LITE_HAS_MATMUL_WGMMA_TF32): all
 //                         kWgmmaTf32 configs, both B layouts
 #include <algorithm>
@@ -277,7 +282,7 @@ int resolve_config(MatmulPath path, int32_t requested, const MatmulParams& p, bo
 
 // The kernel and config that run one batch slice (normalized params).
 struct SlicePlan {
-  enum class Kernel { kNaive, kSimt, kTensorCore, kWgmma, kWgmmaTf32 } kernel;
+  enum class Kernel { kNaive, kSimt, kTensorCore, kWgmma, kWgmmaTf32, kSkinny } kernel;
   int config;  // table index; -1 for the naive kernel
   bool a_k_major, b_k_major;
 };
@@ -289,6 +294,7 @@ const char* kernel_name(SlicePlan::Kernel k) {
     case SlicePlan::Kernel::kTensorCore: return "tensor_core";
     case SlicePlan::Kernel::kWgmma: return "wgmma";
     case SlicePlan::Kernel::kWgmmaTf32: return "wgmma_tf32";
+    case SlicePlan::Kernel::kSkinny: return "skinny";
   }
   return "unknown";
 }
@@ -480,6 +486,10 @@ SlicePlan plan_wgmma_tf32(const MatmulParams& p, bool probe) {
 // The plan of one slice; `path` from checked_path (the kernel family the call asked for).
 SlicePlan plan_slice(const MatmulParams& s, MatmulPath path, bool probe) {
   if (s.variant == MatmulVariant::kNaive) return {SlicePlan::Kernel::kNaive, -1, false, false};
+  // Few rows of A: the product streams B once and is memory-bound; the skinny kernel takes every
+  // dtype and layout, with the epilogue. An explicit config keeps its own kernel.
+  if (s.variant == MatmulVariant::kAuto && s.config == -1 && s.m <= matmul_detail::kSkinnyMaxM)
+    return {SlicePlan::Kernel::kSkinny, -1, false, false};
   switch (path) {
     case MatmulPath::kSimt: return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, s.config, s), false, false};
     case MatmulPath::kWgmma16: return plan_wgmma(s, probe);
@@ -497,6 +507,9 @@ void run_slice(const MatmulParams& s, const SlicePlan& plan, gpuStream_t stream)
       return;
     case SlicePlan::Kernel::kSimt:
       AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::simt_cuda<scalar_t>(s, plan.config, stream); });
+      return;
+    case SlicePlan::Kernel::kSkinny:
+      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::skinny_cuda<scalar_t>(s, stream); });
       return;
     case SlicePlan::Kernel::kTensorCore:
 #if defined(AITER_LITE_CUDA)
