@@ -64,11 +64,12 @@ def _check(out, ref, a, b, mode, what):
 
 
 def _run(a, b, mode, out=None, **epi):
+    """variant="skinny" (the kernel itself, whatever auto would pick) into a NaN-poisoned out."""
     if out is None:
         out = _poisoned(a, b, a.dtype)
-    plan = matmul_plan(a, b, allow_tf32=mode == "tf32")
+    plan = matmul_plan(a, b, allow_tf32=mode == "tf32", variant="skinny")
     assert plan.split()[0] == "skinny", f"expected the skinny kernel, the dispatch plans {plan!r}"
-    res = aiter_lite.matmul(a, b, out, allow_tf32=mode == "tf32", **epi)
+    res = aiter_lite.matmul(a, b, out, allow_tf32=mode == "tf32", variant="skinny", **epi)
     assert res.data_ptr() == out.data_ptr()
     torch.cuda.synchronize()
     return out
@@ -220,3 +221,27 @@ def test_compact_sweep(gen):
         _run(a, b, mode, out, bias=bias, activation="gelu_tanh", residual=res, alpha=2.0, beta=0.5)
         ref = matmul_ref(a, b, bias=bias, activation="gelu_tanh", residual=res, alpha=2.0, beta=0.5)
         assert rel_error(out, ref) <= EPI_TOL[mode], f"{mode} batched epilogue"
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("b_layout", ["n", "t", "pad"])
+def test_auto_picks_skinny(b_layout, mode, gen):
+    """variant auto with A of at most 16 rows: the skinny kernel for fp32 (strict and tf32), and for
+    fp16/bf16 where the tensor cores cannot load the layout (B rows not 16-byte aligned); aligned
+    fp16/bf16 keep the tensor-core kernels. 17 rows never take it; variant "skinny" then runs as auto."""
+    dtype = MODES[mode]
+    a = _operand(16, 1000, dtype, "n", gen)
+    b = _operand(1000, 520, dtype, b_layout, gen)
+    tf32 = mode == "tf32"
+    kernel = matmul_plan(a, b, allow_tf32=tf32).split()[0]
+    if dtype == torch.float32 or b_layout == "pad":
+        assert kernel == "skinny"
+    else:
+        assert kernel in ("wgmma", "tensor_core")
+    out = aiter_lite.matmul(a, b, allow_tf32=tf32)
+    _check(out, matmul_ref(a, b), a, b, mode, f"auto {mode} B {b_layout} ({kernel})")
+    a17 = _operand(17, 1000, dtype, "n", gen)
+    for variant in ("auto", "skinny"):
+        assert matmul_plan(a17, b, allow_tf32=tf32, variant=variant).split()[0] != "skinny"
+    with pytest.raises(ValueError, match="config"):
+        aiter_lite.matmul(a, b, allow_tf32=tf32, variant="skinny", config=0)

@@ -29,7 +29,7 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"fp16": 2e-3, "bf16": 1e-2}
 SIZES = (1, 7, 16, 127, 128, 129, 1000, 4096)
 # (M, N, K) from SIZES: each size in each position, tails on every side, K = 4096 only with a small side.
-SKINNY_MAX_M = 16  # auto with config -1 runs the skinny kernel up to this M (matmul_launch.h)
+SKINNY_MAX_M = 16  # auto with config -1: the skinny kernel up to this M for fp32, and for 16-bit instead of SIMT
 SHAPES = [
     (1, 1, 1), (1, 7, 16), (7, 1, 129), (16, 16, 16), (7, 127, 128), (127, 129, 7), (128, 128, 128),
     (129, 127, 129), (1000, 7, 1000), (16, 1000, 127), (129, 1000, 4096), (4096, 16, 1000), (1, 4096, 4096),
@@ -127,8 +127,8 @@ def _run(a, b, mode, variant="wgmma", config=-1, out=None, expect="wgmma"):
 
     if out is None:
         out = _poisoned(a, b)
-    if variant == "auto" and config == -1 and a.shape[-2] <= SKINNY_MAX_M:
-        expect = "skinny"  # few rows of A: the memory-bound kernel (test_gpu_matmul_skinny.py)
+    if expect == "simt" and variant == "auto" and config == -1 and a.shape[-2] <= SKINNY_MAX_M:
+        expect = "skinny"  # few rows of A on a layout the tensor cores cannot load (test_gpu_matmul_skinny.py)
     plan = matmul_plan(a, b, out, variant=variant, config=config)
     kernel, cfg = plan.split()
     assert kernel == expect, f"expected the {expect} kernel, the dispatch plans {plan!r}"
@@ -366,7 +366,6 @@ def test_default_config_matches_python_mirror(gen):
               (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096), (16, 4096, 64),
               (1000, 1000, 1000), (1, 4096, 4096), (512, 4096, 4096), (64, 64, 64), (5000, 5000, 5000),
               (3000, 3000, 4096), (4096, 4096, 3000), (128, 3000, 8192), (2000, 2000, 2000))
-    shapes = tuple(s for s in shapes if s[0] > SKINNY_MAX_M)  # fewer rows run the skinny kernel
     for b_layout in ("n", "t"):
         for m, n, k in shapes:
             a = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
@@ -496,7 +495,7 @@ def _run_tf32(a, b, variant="auto", config=-1, out=None, expect="wgmma_tf32"):
     if out is None:
         out = _poisoned(a, b)
     if variant == "auto" and config == -1 and a.shape[-2] <= SKINNY_MAX_M:
-        expect = "skinny"  # few rows of A: the memory-bound kernel (test_gpu_matmul_skinny.py)
+        expect = "skinny"  # few rows of fp32 A: the memory-bound kernel (test_gpu_matmul_skinny.py)
     plan = matmul_plan(a, b, out, allow_tf32=True, variant=variant, config=config)
     kernel, cfg = plan.split()
     assert kernel == expect, f"expected the {expect} kernel, the dispatch plans {plan!r}"
@@ -649,7 +648,7 @@ def test_tf32_default_config_matches_python_mirror():
     shapes = ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000),
               (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096), (1000, 1000, 1000),
               (64, 64, 64))
-    shapes = tuple(s for s in shapes if s[0] > SKINNY_MAX_M)  # fewer rows run the skinny kernel
+    shapes = tuple(s for s in shapes if s[0] > SKINNY_MAX_M)  # fewer rows of fp32 run the skinny kernel
     for m, n, k in shapes:
         a = torch.empty(m, k, device="cuda")
         b = torch.empty(k, n, device="cuda")

@@ -3,7 +3,10 @@
 The tensor-core kernels load an operand along its unit-stride dim in 16-byte pieces (cp.async on
 sm_80, TMA boxes of 128-byte rows on sm_90). Two row strides hurt:
 - not a multiple of 16 bytes (e.g. a contiguous fp16 [M, K] with K % 8 != 0): those kernels cannot
-  run at all and the call falls back to the SIMT kernel, an order of magnitude slower;
+  run at all and the call falls back to the SIMT kernel, an order of magnitude slower (22.6-30 TFLOP/s
+  on the H100 for the odd shapes of issue 21, 2026-11-24, against 400-700 for the tensor cores). Both
+  operands must then be repacked, or the copy buys nothing: they are decided together
+  (maybe_repack_pair), against the SIMT kernel's time;
 - on Hopper, fp32 (the tf32 wgmma kernel) with rows not a multiple of 128 bytes: every 128-byte TMA
   row straddles two 128-byte lines. (fp16/bf16 are not repacked for that any more: such rows cost the
   16-bit wgmma kernel only where B's rows start at odd multiples of 16 bytes, and there its planner
@@ -21,7 +24,7 @@ from typing import Optional
 
 import torch
 
-__all__ = ["ALIGN_BYTES", "row_stride", "should_repack", "repack", "maybe_repack"]
+__all__ = ["ALIGN_BYTES", "row_stride", "should_repack", "repack", "maybe_repack", "maybe_repack_pair"]
 
 ALIGN_BYTES = 128
 # Rough H100 figures for the decision (the ratio matters, not the absolute values).
@@ -29,8 +32,9 @@ _TENSOR_FLOPS = 600e12      # a tensor-core matmul with aligned rows
 _MISALIGNED_SLOWDOWN = 0.8  # extra time with misaligned rows, as a fraction of the aligned time
 _COPY_BYTES_PER_S = 2.5e12  # read + write of a device copy
 _COPY_LAUNCH_S = 4e-6
+_SIMT_FLOPS = 25e12         # the SIMT fallback for rows off 16 bytes (H100, fp16/bf16 odd shapes, 2026-11-24)
 # Below this no copy can pay (the gain must cover twice the copy's launch alone).
-_MIN_FLOPS = 2 * _COPY_LAUNCH_S * _TENSOR_FLOPS / _MISALIGNED_SLOWDOWN
+_MIN_FLOPS = 2 * _COPY_LAUNCH_S / (1 / _SIMT_FLOPS - 1 / _TENSOR_FLOPS)
 
 
 def row_stride(t: torch.Tensor) -> Optional[int]:
@@ -52,18 +56,32 @@ def _wants_128(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index) == (9, 0)
 
 
+def _copy_s(t: torch.Tensor) -> float:
+    return 2 * t.numel() * t.element_size() / _COPY_BYTES_PER_S + _COPY_LAUNCH_S
+
+
+def _off_16_bytes(t: torch.Tensor) -> bool:
+    """t's lines start off 16-byte multiples: no tensor-core kernel loads it."""
+    stride = row_stride(t)
+    return stride is not None and stride * t.element_size() % 16 != 0
+
+
+def _simt_gain_s(flops: float) -> float:
+    return flops / _SIMT_FLOPS - flops / _TENSOR_FLOPS
+
+
 def should_repack(t: torch.Tensor, flops: float, hopper: bool) -> bool:
-    """Whether copying t to 128-byte aligned rows pays for a matmul of `flops` (2*M*N*K*batch): rows
-    off 16 bytes anywhere, fp32 rows off 128 bytes on Hopper."""
+    """Whether copying t alone to 128-byte aligned rows pays for a matmul of `flops` (2*M*N*K*batch):
+    rows off 16 bytes anywhere (the SIMT kernel's time saved), fp32 rows off 128 bytes on Hopper."""
     stride = row_stride(t)
     if stride is None:
         return False
     stride_bytes = stride * t.element_size()
-    if stride_bytes % (ALIGN_BYTES if hopper and t.element_size() == 4 else 16) == 0:
+    if stride_bytes % 16 != 0:
+        return _simt_gain_s(flops) >= 2 * _copy_s(t)
+    if not hopper or t.element_size() != 4 or stride_bytes % ALIGN_BYTES == 0:
         return False
-    copy_s = 2 * t.numel() * t.element_size() / _COPY_BYTES_PER_S + _COPY_LAUNCH_S
-    gain_s = flops / _TENSOR_FLOPS * _MISALIGNED_SLOWDOWN
-    return gain_s >= 2 * copy_s
+    return flops / _TENSOR_FLOPS * _MISALIGNED_SLOWDOWN >= 2 * _copy_s(t)
 
 
 def repack(t: torch.Tensor) -> torch.Tensor:
@@ -104,3 +122,16 @@ def maybe_repack(t: torch.Tensor, flops: float) -> torch.Tensor:
         return t
     hopper = _wants_128(t.device.index if t.device.index is not None else torch.cuda.current_device())
     return repack(t) if should_repack(t, flops, hopper) else t
+
+
+def maybe_repack_pair(a: torch.Tensor, b: torch.Tensor, flops: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(a, b) with the operands worth it repacked (CUDA tensors only). Operands whose rows are off 16
+    bytes keep the call on the SIMT kernel until every one of them is repacked, so they are repacked
+    together, when the SIMT time saved covers twice all their copies, or not at all (and then nothing
+    is: the SIMT kernel runs whatever the other operand's rows)."""
+    if flops < _MIN_FLOPS or not a.is_cuda or torch.version.hip:  # the hot path of small calls stops here
+        return a, b
+    off = [t for t in (a, b) if _off_16_bytes(t)]
+    if off and _simt_gain_s(flops) < 2 * sum(_copy_s(t) for t in off):
+        return a, b
+    return maybe_repack(a, flops), maybe_repack(b, flops)
