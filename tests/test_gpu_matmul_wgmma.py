@@ -120,6 +120,15 @@ def _check(out, a, b, mode, what):
     assert err <= TOL[mode], f"{what}: relative error {err:.3e} > {TOL[mode]:.0e}"
 
 
+def _repacked(a, b) -> bool:
+    """The call copies its operands to aligned rows first (ops/matmul_repack.py: rows off 16 bytes on a
+    product large enough to pay), so TMA takes them."""
+    from aiter_lite.ops.matmul_repack import maybe_repack_pair
+
+    ra, rb = maybe_repack_pair(a, b, 2.0 * a.shape[-2] * a.shape[-1] * b.shape[-1])
+    return ra is not a or rb is not b
+
+
 def _run(a, b, mode, variant="wgmma", config=-1, out=None, expect="wgmma"):
     """Runs aiter_lite.matmul into a poisoned out after checking which kernel the dispatch picks."""
     import aiter_lite
@@ -185,6 +194,7 @@ def test_auto_on_contiguous_operands(b_layout, shape, mode, gen):
     b = _b(k, n, DTYPES[mode], gen, b_layout)
     lead_b = n if b_layout == "n" else k
     tma_ok = (k % 8 == 0 or m == 1) and (lead_b % 8 == 0 or (k if b_layout == "n" else n) == 1)
+    tma_ok = tma_ok or _repacked(a, b)
     out, plan = _run(a, b, mode, variant="auto", expect="wgmma" if tma_ok else "simt")
     _check(out, a, b, mode, f"auto {shape} {mode} B {b_layout} ({plan})")
 
@@ -554,6 +564,7 @@ def test_tf32_auto_on_contiguous_operands(shape, b_layout, gen):
     a, b = _a32(m, k, gen, "n"), _b32(k, n, gen, b_layout)
     lead_b = n if b_layout == "n" else k
     tma_ok = (k % 4 == 0 or m == 1) and (lead_b % 4 == 0 or (k if b_layout == "n" else n) == 1)
+    tma_ok = tma_ok or _repacked(a, b)
     out, plan = _run_tf32(a, b, expect="wgmma_tf32" if tma_ok else "simt")
     _check_tf32(out, a, b, f"auto {shape} B {b_layout} ({plan})")
 
