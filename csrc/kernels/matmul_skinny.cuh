@@ -9,11 +9,12 @@
 // (xs[m][k], zero past M and past its K range), streams its [kBN, K range] piece of W once, and sums
 // its threads' partials in shared memory (ps[m][n]) in a fixed order. Two ways to stream W:
 //   N-contiguous W (b row-major, w_n == 1): a thread reads kNL consecutive columns of one k row (one
-//     8- or 16-byte load where aligned), kLC threads cover a 128-byte row piece, the others take
+//     8- or 16-byte load where aligned), a warp covers a 256- or 512-byte row piece, the warps take
 //     other rows: each row's kNL x kMaxM products use one broadcast float4 of xs per m and 4 rows.
-//   K-contiguous W (b = w.t(), w_k == 1): a lane owns kRows rows of W and reads 32 bytes of each per
+//     (With 128-byte pieces, 4 rows per warp, the first H100 run streamed at most ~1.85 TB/s.)
+//   K-contiguous W (b = w.t(), w_k == 1): a lane owns kRows rows of W and reads 64 bytes of each per
 //     step (all lanes of a warp at the same k, so xs reads are broadcasts); warps take interleaved
-//     steps.
+//     steps, so a block reads 512 contiguous bytes of each of its rows at a time.
 //   kVec: the 16-byte (8-byte) vector loads; without it (rows not aligned, other strides) the same
 //   pattern with element loads (N-contiguous: lanes on consecutive columns, so they coalesce).
 // Split-K across blocks without a workspace: on sm_90 `splits` blocks of a thread block cluster share
@@ -69,15 +70,15 @@ struct SkinnyTraits {
   static constexpr int kMaxM = kMaxM_;
   static constexpr bool kKContig = kKContig_, kVec = kVec_;
   static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements per 16 bytes
-  // N-contiguous W: columns per thread (kMaxM x kNL accumulators), threads per 128-byte row piece.
+  // N-contiguous W: columns per thread (kMaxM x kNL accumulators), threads along a row piece (a warp).
   static constexpr int kNL = (sizeof(T) == 2 && kMaxM < 16) ? 8 : 4;
-  static constexpr int kLC = 128 / (kNL * static_cast<int>(sizeof(T)));
+  static constexpr int kLC = 32;
   static constexpr int kKR = kSkinnyThreads / kLC;  // threads along K: rows 4 at a time
-  static constexpr int kGroupsInFlight = 2;         // 4-row groups loaded before use
-  // K-contiguous W: rows per lane, K per step (32 bytes of a row), steps loaded before use.
-  static constexpr int kRows = kMaxM >= 8 ? 2 : 4;
-  static constexpr int kKS = 2 * kV;
-  static constexpr int kStepsInFlight = kRows == 4 ? 1 : 2;  // 128 bytes of W per lane in flight
+  static constexpr int kGroupsInFlight = kMaxM == 1 ? 4 : 2;  // 4-row groups loaded before use
+  // K-contiguous W: rows per lane, K per step (64 bytes of a row), steps loaded before use.
+  static constexpr int kRows = 2;
+  static constexpr int kKS = 4 * kV;
+  static constexpr int kStepsInFlight = 1;  // 128 bytes of W per lane in flight
   static constexpr int kBN = kKContig ? 32 * kRows : kLC * kNL;
   static constexpr int kXRows = kSkinnyXBytes / (4 * kMaxM) / kSkinnyKAlign * kSkinnyKAlign;
   static constexpr int kSmemBytes = (kXRows * kMaxM + kMaxM * kBN) * 4;
@@ -245,13 +246,12 @@ __device__ __forceinline__ void skinny_rows_k(const SkinnyArgs<typename Tr::elem
         if (k >= kc_end || n >= g.n) continue;
         const T* p = w + static_cast<int64_t>(n) * g.w_n;
         if (Tr::kVec && k + kKS <= kc_end) {
-          SkinnyVec<T, kKS / 2> half[2];
-          half[0].load_vec(p + k);
-          half[1].load_vec(p + k + kKS / 2);
 #pragma unroll
-          for (int i = 0; i < SkinnyVec<T, kKS / 2>::kWords; ++i) {
-            v[s][r].w[i] = half[0].w[i];
-            v[s][r].w[i + SkinnyVec<T, kKS / 2>::kWords] = half[1].w[i];
+          for (int h = 0; h < kKS / Tr::kV; ++h) {  // 16-byte pieces
+            SkinnyVec<T, Tr::kV> piece;
+            piece.load_vec(p + k + h * Tr::kV);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) v[s][r].w[4 * h + i] = piece.w[i];
           }
         } else {
 #pragma unroll
