@@ -102,17 +102,27 @@ def repack(t: torch.Tensor) -> torch.Tensor:
 _WIDE = ((16, torch.complex128), (8, torch.int64), (4, torch.int32))
 
 
+def _viewable(t: torch.Tensor, size: int) -> bool:
+    """t (unit-stride lines) can be viewed with `size`-byte elements: its line length, other strides
+    and start divide into them (checked here, not by catching view's error: an exception per call
+    cost tens of microseconds of host time)."""
+    es = t.element_size()
+    return (t.shape[-1] * es % size == 0 and t.storage_offset() * es % size == 0
+            and all(st * es % size == 0 for st in t.stride()[:-1]))
+
+
 def _copy_wide(dst: torch.Tensor, src: torch.Tensor) -> None:
     """dst.copy_(src) for same-dtype tensors with unit-stride lines, through the widest element
     that divides every line's length, stride and start."""
     for size, wide in _WIDE:
         if size <= src.element_size():
             break
-        try:
-            dst.view(wide).copy_(src.view(wide))
-            return
-        except RuntimeError:  # a length, stride or offset the wide element does not divide
-            continue
+        if _viewable(dst, size) and _viewable(src, size):
+            try:
+                dst.view(wide).copy_(src.view(wide))
+                return
+            except RuntimeError:  # a layout the check above did not foresee: the plain copy below
+                break
     dst.copy_(src)
 
 

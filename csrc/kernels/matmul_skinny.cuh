@@ -9,9 +9,9 @@
 // (xs[m][k], zero past M and past its K range), streams its [kBN, K range] piece of W once, and sums
 // its threads' partials in shared memory (ps[m][n]) in a fixed order. Two ways to stream W:
 //   N-contiguous W (b row-major, w_n == 1): a thread reads kNL consecutive columns of one k row (one
-//     8- or 16-byte load where aligned), a warp covers a 256- or 512-byte row piece, the warps take
-//     other rows: each row's kNL x kMaxM products use one broadcast float4 of xs per m and 4 rows.
-//     (With 128-byte pieces, 4 rows per warp, the first H100 run streamed at most ~1.85 TB/s.)
+//     8- or 16-byte load where aligned), kLC threads cover a row piece (128 to 512 bytes), the
+//     others take other rows: each row's kNL x kMaxM products use one broadcast float4 of xs per m
+//     and 4 rows.
 //   K-contiguous W (b = w.t(), w_k == 1): a lane owns kRows rows of W and reads 64 bytes of each per
 //     step (all lanes of a warp at the same k, so xs reads are broadcasts); warps take interleaved
 //     steps, so a block reads 512 contiguous bytes of each of its rows at a time.
@@ -70,11 +70,13 @@ struct SkinnyTraits {
   static constexpr int kMaxM = kMaxM_;
   static constexpr bool kKContig = kKContig_, kVec = kVec_;
   static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements per 16 bytes
-  // N-contiguous W: columns per thread (kMaxM x kNL accumulators), threads along a row piece (a warp).
+  // N-contiguous W: columns per thread (kMaxM x kNL accumulators) and threads along a row piece: a
+  // warp (a 256- or 512-byte piece), or a 128-byte piece where that measured faster on the H100
+  // (2026-11-24, bench_matmul.py --odd: M = 1, fp32 M = 16; docs/matmul.md).
   static constexpr int kNL = (sizeof(T) == 2 && kMaxM < 16) ? 8 : 4;
-  static constexpr int kLC = 32;
+  static constexpr int kLC = (kMaxM == 1 || (sizeof(T) == 4 && kMaxM == 16)) ? 128 / (kNL * static_cast<int>(sizeof(T))) : 32;
   static constexpr int kKR = kSkinnyThreads / kLC;  // threads along K: rows 4 at a time
-  static constexpr int kGroupsInFlight = kMaxM == 1 ? 4 : 2;  // 4-row groups loaded before use
+  static constexpr int kGroupsInFlight = 2;  // 4-row groups loaded before use
   // K-contiguous W: rows per lane, K per step (64 bytes of a row), steps loaded before use.
   static constexpr int kRows = 2;
   static constexpr int kKS = 4 * kV;
