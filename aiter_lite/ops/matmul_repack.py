@@ -24,7 +24,8 @@ from typing import Optional
 
 import torch
 
-__all__ = ["ALIGN_BYTES", "row_stride", "should_repack", "repack", "maybe_repack", "maybe_repack_pair"]
+__all__ = ["ALIGN_BYTES", "row_stride", "should_repack", "repack", "maybe_repack", "maybe_repack_pair",
+           "off_16_copies_pay"]
 
 ALIGN_BYTES = 128
 # Rough H100 figures for the decision (the ratio matters, not the absolute values).
@@ -141,7 +142,13 @@ def maybe_repack_pair(a: torch.Tensor, b: torch.Tensor, flops: float) -> tuple[t
     is: the SIMT kernel runs whatever the other operand's rows)."""
     if flops < _MIN_FLOPS or not a.is_cuda or torch.version.hip:  # the hot path of small calls stops here
         return a, b
-    off = [t for t in (a, b) if _off_16_bytes(t)]
-    if off and _simt_gain_s(flops) < 2 * sum(_copy_s(t) for t in off):
+    if not off_16_copies_pay(a, b, flops):
         return a, b
     return maybe_repack(a, flops), maybe_repack(b, flops)
+
+
+def off_16_copies_pay(a: torch.Tensor, b: torch.Tensor, flops: float) -> bool:
+    """Copying every operand whose rows are off 16 bytes pays for a matmul of `flops` (True when there
+    is none): the SIMT time saved covers twice all their copies."""
+    off = [t for t in (a, b) if _off_16_bytes(t)]
+    return not off or _simt_gain_s(flops) >= 2 * sum(_copy_s(t) for t in off)
