@@ -478,19 +478,23 @@ def issue21(args) -> int:
         copy_ms = bench_ms(lambda: dst.copy_(big), quick)
         copy_gbs = 2 * big.numel() / (copy_ms * 1e-3) / 1e9
         print(f"\ncopy bandwidth (read + write, 256 MiB): {copy_gbs:.0f} GB/s\n")
-        print("| M x N x K | dtype | ours us | GB/s read | x copy bw | cuBLAS us | kernel |\n|---|---|---|---|---|---|---|")
+        print("| M x N x K | dtype | B | ours us | GB/s read | x copy bw | cuBLAS us | cuBLAS x copy bw | kernel |\n"
+              "|---|---|---|---|---|---|---|---|---|")
         set_torch_tf32(True)
-        for mode, dt, tf32 in (("bf16", torch.bfloat16, False), ("fp32", torch.float32, False),
-                               ("tf32", torch.float32, True)):
-            for m, n, k in [(1, 4096, 4096), (16, 4096, 4096), (64, 8192, 8192)]:
-                a, b = randn(m, k, dt=dt), randn(k, n, dt=dt)
+        skinny = [(1, 4096, 4096, "n"), (7, 4096, 4096, "n"), (16, 4096, 4096, "n"), (64, 8192, 8192, "n"),
+                  (1, 4096, 4096, "t"), (16, 4096, 4096, "t"), (16, 8192, 8192, "n")]
+        for mode, dt, tf32 in (("bf16", torch.bfloat16, False), ("fp16", torch.float16, False),
+                               ("fp32", torch.float32, False), ("tf32", torch.float32, True)):
+            for m, n, k, bl in skinny:  # B "n": b is [K, N]; "t": w.t() of an nn.Linear weight [N, K]
+                a, b = randn(m, k, dt=dt), (randn(k, n, dt=dt) if bl == "n" else randn(n, k, dt=dt).t())
                 out = torch.empty(m, n, device="cuda", dtype=dt)
                 ours = bench_ms(lambda: aiter_lite.matmul(a, b, out, allow_tf32=tf32), quick)
                 ref = bench_ms(lambda: torch.matmul(a, b, out=out), quick)
                 nbytes = (a.numel() + b.numel() + out.numel()) * a.element_size()
                 gbs = nbytes / (ours * 1e-3) / 1e9
-                print(f"| {m}x{n}x{k} | {mode} | {ours * 1e3:.1f} | {gbs:.0f} | {gbs / copy_gbs:.2f} | {ref * 1e3:.1f} "
-                      f"| {matmul_plan(a, b, allow_tf32=tf32)} |")
+                ref_gbs = nbytes / (ref * 1e-3) / 1e9
+                print(f"| {m}x{n}x{k} | {mode} | {bl} | {ours * 1e3:.1f} | {gbs:.0f} | {gbs / copy_gbs:.2f} "
+                      f"| {ref * 1e3:.1f} | {ref_gbs / copy_gbs:.2f} | {matmul_plan(a, b, allow_tf32=tf32)} |")
         set_torch_tf32(False)
     return 0
 

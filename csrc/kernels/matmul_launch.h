@@ -105,6 +105,39 @@ extern template void simt_cuda<float>(const MatmulParams&, int, gpuStream_t);   
 extern template void simt_cuda<half_t>(const MatmulParams&, int, gpuStream_t);      // matmul_simt.cu
 extern template void simt_cuda<bfloat16_t>(const MatmulParams&, int, gpuStream_t);  // matmul_simt.cu
 
+// ---- skinny kernel (matmul_skinny.cuh): A with at most kSkinnyMaxM rows ----------------------------
+// Memory-bound products: every dtype, every layout (16-byte vector loads where B's layout allows them,
+// element loads otherwise), split-K over a thread block cluster on sm_90. matmul_skinny_*.cu.
+inline constexpr int64_t kSkinnyMaxM = 16;
+
+// How the skinny kernel streams B (strides normalized, see matmul.cu): along N where b's rows are
+// contiguous (b_col_stride == 1), else along K where w.t() is (b_row_stride == 1); "Vec" where the
+// pointer, the other stride and the batch stride allow 16-byte loads.
+enum class SkinnyBLayout { kNVec, kNAny, kKVec, kKAny };
+
+inline SkinnyBLayout skinny_b_layout(const MatmulParams& p, int64_t elem_bytes) {
+  const int64_t vec = 16 / elem_bytes;
+  const bool batch_ok = p.b_batch_stride % vec == 0 && aligned(p.b, 16);
+  if (p.b_col_stride == 1)
+    return batch_ok && p.b_row_stride % vec == 0 ? SkinnyBLayout::kNVec : SkinnyBLayout::kNAny;
+  if (p.b_row_stride == 1)
+    return batch_ok && p.b_col_stride % vec == 0 ? SkinnyBLayout::kKVec : SkinnyBLayout::kKAny;
+  return p.n == 1 ? SkinnyBLayout::kKAny : SkinnyBLayout::kNAny;
+}
+
+// A's rows K-contiguous and 16-byte aligned: the kernel stages them with vector loads.
+inline bool skinny_x_vec(const MatmulParams& p, int64_t elem_bytes) {
+  const int64_t vec = 16 / elem_bytes;
+  return p.a_col_stride == 1 && aligned(p.a, 16) && p.a_row_stride % vec == 0 && p.a_batch_stride % vec == 0;
+}
+
+template <typename T>
+void skinny_cuda(const MatmulParams& p, gpuStream_t stream);
+
+extern template void skinny_cuda<float>(const MatmulParams&, gpuStream_t);       // matmul_skinny_fp32.cu
+extern template void skinny_cuda<half_t>(const MatmulParams&, gpuStream_t);      // matmul_skinny_fp16.cu
+extern template void skinny_cuda<bfloat16_t>(const MatmulParams&, gpuStream_t);  // matmul_skinny_bf16.cu
+
 #if defined(AITER_LITE_CUDA)
 // Tensor-core kernel with the table's config `config` (T = float: tf32, a kTensorCoreTf32 config;
 // fp16/bf16: a kTensorCore16 config). a_k_major / b_k_major: the operand orientations that
