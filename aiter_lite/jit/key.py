@@ -52,7 +52,8 @@ def key_inputs(spec: ModuleSpec) -> dict:
     sources = [u.source for u in spec.units]
     headers = scan_headers(sources, spec.include_dirs)
     flags = {"cxx": list(spec.cxx_flags), "device": list(spec.device_flags), "link": list(spec.link_flags),
-             "units": [[u.source.name, u.compiler, list(u.arch_flags)] for u in spec.units]}
+             "units": [[u.source.name, u.compiler, list(u.arch_flags)] + ([list(u.defines)] if u.defines else [])
+                       for u in spec.units]}
     inputs = {
         "module": spec.name,
         "backend": spec.backend,
