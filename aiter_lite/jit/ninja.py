@@ -43,8 +43,9 @@ def device_threads(spec: ModuleSpec, jobs: int) -> int:
     """Threads each device compile may use (nvcc --split-compile and --threads).
 
     A module's cold build is bound by its longest file, while its short files finish early and leave
-    their cores idle; so each file gets about twice its share of the jobs (at most 8 threads): on 16
-    cores, 8 for each of causal conv's 3 files, 4 for each of matmul's 9 (sm_90a)."""
+    their cores idle; so each file gets about twice its share of the jobs (at most 8 threads). A
+    sharded source counts once per shard: on 16 cores, 3 threads for each of causal conv's 13 units,
+    2 for each of matmul's 24 (sm_90a)."""
     units = sum(1 for u in spec.units if u.compiler == "device")
     if not units or jobs <= 1:
         return 1
