@@ -50,7 +50,7 @@ def test_units_defines_and_ninja(sharded):
     assert [u.defines for u in parts] == [(f"-DAITER_LITE_SHARD={i}", "-DAITER_LITE_SHARDS=3") for i in range(3)]
     assert [u.label.rsplit("/", 1)[-1] for u in parts] == [f"parts.cpp (shard {i} of 3)" for i in (1, 2, 3)]
     assert "-DAITER_LITE_SHARDS_PARTS=3" in spec.cxx_flags  # the whole module knows N
-    ninja = generate_ninja(spec, "module_sharded.x.so")
+    ninja = generate_ninja(spec, "module_sharded.x.so", "module_sharded_cpu_x")
     objects = [l.split(":")[0].split()[1] for l in ninja.splitlines() if l.startswith("build obj/")]
     assert len(objects) == len(set(objects)) == 4
     for i in range(3):
@@ -84,19 +84,22 @@ def test_each_item_comes_from_its_shard(sharded, shards):
     assert wrong == (-1 if shards > 1 else 100)
 
 
-def test_shipped_shards_are_declared_to_the_dispatch():
-    """Every sharded source of jit_config.json: its file instantiates per shard (uses AITER_LITE_SHARD),
-    and some file of the module reads AITER_LITE_SHARDS_<STEM> (or the file selects with #if)."""
+def test_shipped_opt_in_files_build_unsharded_and_sharded():
+    """The shipped registry may shard any opted-in file (shard.h) or none: a sharded source must use
+    AITER_LITE_SHARD, and the opted-in files' dispatch reads AITER_LITE_SHARDS_<STEM> (default 1)."""
     root = package_root()
     reg = load_registry([root / "jit_config.json"], root / "csrc")
-    found = 0
     for entry in reg:
         for backend, sources in entry.sources.items():
             for s in sources:
                 if s.shards > 1:
-                    found += 1
                     assert "AITER_LITE_SHARD" in s.path.read_text(), (entry.name, backend, s.path.name)
-    assert found, "no sharded source in jit_config.json"
+    kernels = root / "csrc" / "kernels"
+    launch = (kernels / "matmul_launch.h").read_text()
+    for stem in ("MATMUL_TC_FP16", "MATMUL_TC_BF16", "MATMUL_TC_TF32", "MATMUL_WGMMA_FP16", "MATMUL_WGMMA_BF16"):
+        assert f"#ifndef AITER_LITE_SHARDS_{stem}" in launch
+    for name in ("matmul_tc_fp16.cu", "matmul_wgmma_bf16.cu", "matmul_simt.cu", "causal_conv1d_update.cu"):
+        assert "AITER_LITE_SHARD" in (kernels / name).read_text(), name
 
 
 @pytest.mark.parametrize("value, message", [(0, "expected 1..64 shards, got 0"), (65, "expected 1..64 shards, got 65"),
