@@ -652,9 +652,14 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
   // Chunks long enough to amortise their 2(W - 1)-step halo (and the staged ring's fill), short enough
   // that the threads fill the GPU about twice (two rounds hide the tail of the first); a multiple of the
   // kChunks warps of a block, so no warp of a block idles past the row end (the kernels take any length).
+  // The staged kernel's 32-step floor (two ring stages' worth of steps per chunk) left 2 x 256 x 1024 bf16
+  // with 64 blocks on 132 SMs (16.0 us against causal-conv1d's 11.7, H100 2026-11-24), so problems whose
+  // 32-step chunks would occupy under a quarter of the GPU take the direct kernel's floor of 8 (not yet
+  // timed; every timed shape keeps 32).
   const int64_t steps = B * n_groups * L;
   int64_t len = (steps + 2 * resident - 1) / (2 * resident);
-  len = std::max<int64_t>(staged ? 32 : 8, std::min<int64_t>(len, 512));
+  const int64_t min_len = staged && steps / 32 >= resident / 4 ? 32 : 8;
+  len = std::max<int64_t>(min_len, std::min<int64_t>(len, 512));
   int64_t n_chunks = (L + len - 1) / len;
   if (n_chunks > 1) n_chunks = (n_chunks + kClChunks - 1) / kClChunks * kClChunks;
   plan.chunk_len = (L + n_chunks - 1) / n_chunks;
