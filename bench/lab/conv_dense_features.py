@@ -76,10 +76,15 @@ def poison_allocator(x):
 
 
 def check_case(dtype, wdtype, B, D, L, W, feature, rng):
-    x = torch.randn(B, D, L, dtype=dtype, device=DEV)
+    cl = feature.startswith("cl_")  # channel-last x and states (the channel-last feature kernel)
+    x = torch.randn(B, L, D, dtype=dtype, device=DEV).transpose(1, 2) if cl else \
+        torch.randn(B, D, L, dtype=dtype, device=DEV)
     w = torch.randn(D, W, dtype=wdtype, device=DEV)
     bias = torch.randn(D, dtype=wdtype, device=DEV)
-    init = torch.randn(B, D, W - 1, dtype=dtype, device=DEV) if "init" in feature else None
+    init = None
+    if "init" in feature:
+        init = torch.randn(B, W - 1, D, dtype=dtype, device=DEV).transpose(1, 2) if cl else \
+            torch.randn(B, D, W - 1, dtype=dtype, device=DEV)
     sid = seq_ids(B, L, rng.choice([2, 3, 7]), rng, padding="pad" in feature) if "seq" in feature else None
     want_final = "final" in feature
     init_arg, final_out = init, None
@@ -124,7 +129,8 @@ def run_checks(quick: bool) -> int:
     rng = random.Random(3)
     torch.manual_seed(3)
     fails = n = 0
-    features = ["init", "init_final", "final", "seq", "seq_pad", "seq_init_final", "init_final_inplace"]
+    features = ["init", "init_final", "final", "seq", "seq_pad", "seq_init_final", "init_final_inplace",
+                "cl_init_final", "cl_seq_init_final", "cl_final", "cl_seq_pad"]
     lens = [1, 2, 3, 8, 9, 129, 1000] if quick else [1, 2, 3, 7, 8, 9, 64, 129, 777, 1000, 2048, 3001]
     widths = [2, 4] if quick else [1, 2, 3, 4, 5, 7, 8]
     dtypes = [(torch.bfloat16, torch.float32)] if quick else \
@@ -153,13 +159,19 @@ def time_features():
               (torch.float16, 8, 4096, 4096, 2), (torch.float32, 8, 4096, 4096, 2), (torch.bfloat16, 8, 5120, 2047, 4),
               (torch.bfloat16, 3, 1536, 777, 3), (torch.bfloat16, 8, 4096, 4096, 3), (torch.bfloat16, 4, 512, 2048, 4),
               (torch.bfloat16, 16, 2048, 129, 4)]
-    print("| x / w | B×D×L, W | plain µs | +seq_idx (4/row) | +init | +init+final | copy µs |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for dtype, B, D, L, W in shapes:
-        x = torch.randn(B, D, L, dtype=dtype, device=DEV)
+    cl_shapes = [(torch.bfloat16, 8, 5120, 2048, 4), (torch.bfloat16, 4, 4096, 4096, 4), (torch.float32, 8, 5120, 2048, 4),
+                 (torch.bfloat16, 4, 512, 2048, 4), (torch.bfloat16, 3, 1536, 777, 3)]
+    print("| x / w | B×D×L, W | layout | plain µs | +seq_idx (4/row) | +init | +init+final | copy µs |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for (dtype, B, D, L, W), layout in [(s, "contiguous") for s in shapes] + [(s, "channel-last") for s in cl_shapes]:
+        if layout == "contiguous":
+            x = torch.randn(B, D, L, dtype=dtype, device=DEV)
+            init = torch.randn(B, D, W - 1, dtype=dtype, device=DEV)
+        else:
+            x = torch.randn(B, L, D, dtype=dtype, device=DEV).transpose(1, 2)
+            init = torch.randn(B, W - 1, D, dtype=dtype, device=DEV).transpose(1, 2)
         w = torch.randn(D, W, dtype=torch.float32, device=DEV)
         bias = torch.randn(D, dtype=torch.float32, device=DEV)
-        init = torch.randn(B, D, W - 1, dtype=dtype, device=DEV)
         sid = seq_ids(B, L, 4, rng)
         fin = torch.empty_like(init)
         t_plain = graph_time_us(lambda: aiter_lite.causal_conv1d(x, w, bias, "silu"))
@@ -169,7 +181,7 @@ def time_features():
                                                                return_final_states=True, final_states_out=fin))
         t_copy = copy_us(x.numel() * x.element_size())
         name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[dtype]
-        print(f"| {name} / fp32 | {B}×{D}×{L}, {W} | {t_plain:.1f} | {t_sid:.1f} ({t_sid / t_plain:.3f}×) | "
+        print(f"| {name} / fp32 | {B}×{D}×{L}, {W} | {layout} | {t_plain:.1f} | {t_sid:.1f} ({t_sid / t_plain:.3f}×) | "
               f"{t_init:.1f} ({t_init / t_plain:.3f}×) | {t_fin:.1f} ({t_fin / t_plain:.3f}×) | {t_copy:.1f} |",
               flush=True)
         del x
