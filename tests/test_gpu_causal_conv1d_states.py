@@ -82,70 +82,6 @@ def check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has):
     torch.testing.assert_close(pool.cpu(), ref_pool, rtol=0, atol=0)
 
 
-def test_gpu_matches_cpu_kernels_on_prefill():
-    x = make_x(1, 64, 300, torch.float32, DEV, "contiguous")[0]
-    weight = random_normal((64, 4), torch.float32, DEV)
-    qsl = torch.tensor([0, 100, 100, 300], dtype=torch.int32, device=DEV)
-    pool = random_normal((4, 64, 3), torch.float32, DEV)
-    idx = torch.tensor([2, 0, 3], dtype=torch.int32, device=DEV)
-    has = torch.tensor([True, False, True], device=DEV)
-    cpu_pool = pool.cpu()
-    check_varlen(x.cpu(), weight.cpu(), None, cpu_pool, qsl.cpu(), idx.cpu(), has.cpu())
-    aiter_lite.causal_conv1d_varlen(x, weight, None, pool, qsl, idx, has)
-    torch.testing.assert_close(pool.cpu(), cpu_pool, rtol=0, atol=0)
-
-
-@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
-@pytest.mark.parametrize("x_dtype,w_dtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.float32),
-                                             (torch.float16, torch.float16)])
-def test_grads_every_feature(layout, x_dtype, w_dtype):
-    from test_causal_conv1d_grad import grads_vs_reference
-
-    for width, seqlen in itertools.product([1, 2, 4, 5, 8], [1, 129, 1000]):
-        def fresh():
-            return (make_x(2, 40, seqlen, x_dtype, DEV, layout), random_normal((40, width), w_dtype, DEV),
-                    random_normal((40,), w_dtype, DEV))
-        tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
-        x, w, b = fresh()
-        grads_vs_reference(x, w, b, "silu", dtype_tol=tol)
-        x, w, b = fresh()
-        init = make_states(2, 40, width, x_dtype, DEV, layout)
-        grads_vs_reference(x, w, b, "silu", initial_states=init, seq_idx=packed_seq_idx(2, seqlen, DEV),
-                           final_states=True, dtype_tol=tol)
-
-
-@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
-def test_backward_bitwise_reproducible_in_deterministic_mode(layout):
-    x = make_x(4, 512, 2048, torch.bfloat16, DEV, layout).requires_grad_()
-    w = random_normal((512, 4), torch.float32, DEV).requires_grad_()
-    b = random_normal((512,), torch.float32, DEV).requires_grad_()
-    dout = random_normal(tuple(x.shape), torch.bfloat16, DEV)
-    check_deterministic_backward(x, w, b, dout, runs=5, tol=TOLERANCE[torch.bfloat16])
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("layout", ["contiguous", "strided"])
-@pytest.mark.parametrize("width", range(1, 9))
-def test_states_on_plain_kernels(dtype, layout, width):
-    """Initial and/or final states alone on a non-channel-last layout take the plain kernels, then a rewrite
-    of each row's first width-1 outputs: those outputs are checked on their own (a wrong head would barely
-    move the whole tensor's error), for odd lengths, lengths below width-1, and rows the rows kernel takes."""
-    torch.manual_seed(width)
-    tol = TOLERANCE[dtype]
-    for seqlen in [1, 2, 3, 7, 9, 1135]:
-        x = make_x(2, 67, seqlen, dtype, DEV, layout)
-        weight, bias = random_normal((67, width), dtype, DEV), random_normal((67,), dtype, DEV)
-        init = make_states(2, 67, width, dtype, DEV, layout)
-        for final in (True, False):
-            res = check_forward(x, weight, bias, "silu", initial_states=init, final_states=final)
-            out = res[0] if final else res
-            ref = causal_conv1d_ref(x, weight, bias, "silu", initial_states=init)
-            head = min(width - 1, seqlen)
-            if head > 0:
-                assert rel_error(out[..., :head], ref[..., :head]) <= tol
-        check_forward(x, weight, None, None, final_states=True)  # final states alone
-
-
 def _seq_idx_with_padding(batch, seqlen, runs, generator):
     """packed_seq_idx with a leading run of padding tokens (-1) in every row long enough."""
     seq_idx = packed_seq_idx(batch, seqlen, DEV, segments=runs, generator=generator)
@@ -229,3 +165,68 @@ def test_dense_kernel_prefill(dtype, width):
         idx[7] = -1
         has = (torch.rand(len(lengths), generator=gen) < 0.5).to(DEV)
         check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has)
+
+
+def test_gpu_matches_cpu_kernels_on_prefill():
+    x = make_x(1, 64, 300, torch.float32, DEV, "contiguous")[0]
+    weight = random_normal((64, 4), torch.float32, DEV)
+    qsl = torch.tensor([0, 100, 100, 300], dtype=torch.int32, device=DEV)
+    pool = random_normal((4, 64, 3), torch.float32, DEV)
+    idx = torch.tensor([2, 0, 3], dtype=torch.int32, device=DEV)
+    has = torch.tensor([True, False, True], device=DEV)
+    cpu_pool = pool.cpu()
+    check_varlen(x.cpu(), weight.cpu(), None, cpu_pool, qsl.cpu(), idx.cpu(), has.cpu())
+    aiter_lite.causal_conv1d_varlen(x, weight, None, pool, qsl, idx, has)
+    torch.testing.assert_close(pool.cpu(), cpu_pool, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
+@pytest.mark.parametrize("x_dtype,w_dtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.float32),
+                                             (torch.float16, torch.float16)])
+def test_grads_every_feature(layout, x_dtype, w_dtype):
+    from test_causal_conv1d_grad import grads_vs_reference
+
+    for width, seqlen in itertools.product([1, 2, 4, 5, 8], [1, 129, 1000]):
+        def fresh():
+            return (make_x(2, 40, seqlen, x_dtype, DEV, layout), random_normal((40, width), w_dtype, DEV),
+                    random_normal((40,), w_dtype, DEV))
+        tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
+        x, w, b = fresh()
+        grads_vs_reference(x, w, b, "silu", dtype_tol=tol)
+        x, w, b = fresh()
+        init = make_states(2, 40, width, x_dtype, DEV, layout)
+        grads_vs_reference(x, w, b, "silu", initial_states=init, seq_idx=packed_seq_idx(2, seqlen, DEV),
+                           final_states=True, dtype_tol=tol)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
+def test_backward_bitwise_reproducible_in_deterministic_mode(layout):
+    x = make_x(4, 512, 2048, torch.bfloat16, DEV, layout).requires_grad_()
+    w = random_normal((512, 4), torch.float32, DEV).requires_grad_()
+    b = random_normal((512,), torch.float32, DEV).requires_grad_()
+    dout = random_normal(tuple(x.shape), torch.bfloat16, DEV)
+    check_deterministic_backward(x, w, b, dout, runs=5, tol=TOLERANCE[torch.bfloat16])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("width", range(1, 9))
+def test_states_on_plain_kernels(dtype, layout, width):
+    """Initial and/or final states alone on a non-channel-last layout take the plain kernels, then a rewrite
+    of each row's first width-1 outputs: those outputs are checked on their own (a wrong head would barely
+    move the whole tensor's error), for odd lengths, lengths below width-1, and rows the rows kernel takes."""
+    torch.manual_seed(width)
+    tol = TOLERANCE[dtype]
+    for seqlen in [1, 2, 3, 7, 9, 1135]:
+        x = make_x(2, 67, seqlen, dtype, DEV, layout)
+        weight, bias = random_normal((67, width), dtype, DEV), random_normal((67,), dtype, DEV)
+        init = make_states(2, 67, width, dtype, DEV, layout)
+        for final in (True, False):
+            res = check_forward(x, weight, bias, "silu", initial_states=init, final_states=final)
+            out = res[0] if final else res
+            ref = causal_conv1d_ref(x, weight, bias, "silu", initial_states=init)
+            head = min(width - 1, seqlen)
+            if head > 0:
+                assert rel_error(out[..., :head], ref[..., :head]) <= tol
+        check_forward(x, weight, None, None, final_states=True)  # final states alone
+

@@ -577,6 +577,13 @@ FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p) {
                                 p.seqlen) &&
                      is_aligned(p.x, 16) && is_aligned(p.out, 16);
   if (!dense) return plan;
+  // Initial/final states alone on rows that do not start on 16-byte boundaries: the plain kernels plus a
+  // rewrite of each row's head (fwd_states_split) are faster. Here such rows run 1-vector tiles and two
+  // masked vectors per row: 2.1x the plain forward at bf16 8x5120x2047 W = 4 against 1.00-1.08x on rows of
+  // 16-byte multiples (H100, 2026-11-24). seq_idx and varlen calls have no such alternative.
+  const bool only_states = p.seq_idx == nullptr && !varlen && p.state_indices == nullptr &&
+                           p.has_initial_state == nullptr;
+  if (only_states && p.seqlen % (kVecBytes / dtype_size(p.x_dtype)) != 0) return plan;
   plan.takes = true;
   plan.fuse_final = p.final_states != nullptr && !varlen && !fwd_final_may_alias_init(p);
   return plan;

@@ -56,7 +56,6 @@ struct FwdFeatureArgs {
   const bool* has_initial_state;
   int32_t pad_slot_id;
   int64_t state_len, state_rows;
-  bool fuse_final;  // channel_last writes the final states itself (the finalize launch is skipped)
   bool silu;
 };
 
@@ -238,17 +237,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) xv[u] = xn[u];
-      }
-      // The row's last chunk (fuse_final: one piece per chunk, state_len == kHalo): win holds the last
-      // kHalo inputs under the last sequence's rules, which is the final state.
-      if (a.fuse_final && t2 == a.seqlen) {
-        const Sequence fs = sequence_at(a, r);  // (s re-read: keeping its slot live through the walk spilled)
-        if (!fs.active) break;
-        T* __restrict__ fp = static_cast<T*>(a.final_states) + fs.slot * a.final_batch_stride + d0 * a.final_dim_stride;
-#pragma unroll
-        for (int i = 0; i < kHalo; ++i)
-#pragma unroll
-          for (int c = 0; c < kV; ++c) fp[c * a.final_dim_stride + i * a.final_seq_stride] = from_float<T>(win[i][c]);
       }
       t1 = t2;
       if (t1 < t_end) {  // varlen: the next non-empty sequence starts at t1 (if any)
@@ -443,9 +431,6 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
   } else if (L > 0) {
     const bool channel_last = D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
     const bool templated = p.width <= kMaxTemplateWidth && p.variant != ConvVariant::kNaive;
-    // The channel-last kernel writes the final states itself when they cannot alias the initial ones.
-    a.fuse_final = channel_last && templated && p.final_states != nullptr && p.cu_seqlens == nullptr &&
-                   p.state_len == p.width - 1 && p.width > 1 && !fwd_final_may_alias_init(p);
     AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
       if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
       constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
@@ -458,7 +443,7 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
       });
     });
   }
-  if (p.final_states != nullptr && !a.fuse_final) {
+  if (p.final_states != nullptr) {
     AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { final_states_launch<scalar_t>(a, stream); });
   }
 }
