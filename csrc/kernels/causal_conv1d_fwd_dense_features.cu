@@ -3,23 +3,27 @@
 // Takes the calls of causal_conv1d_fwd_features.cu (field meanings in causal_conv1d_params.h) whose x and
 // out are dense: [B, D, L] contiguous, or in varlen mode vLLM's [D, tokens] prefill input (one row of
 // `tokens` positions per channel). There the feature kernels ran one thread per output (4.5-10.9x the
-// plain forward, 0.07 of copy for prefill); this one keeps the plain flat kernel's memory pattern:
-//   - x is one flat array of 16-byte vectors (aligned whatever L is); a warp tile is 128 consecutive
-//     vectors, lane l taking vectors l, l + 32, l + 64, l + 96, every load issued before any compute;
+// plain forward, 0.07 of copy for prefill); this one keeps the plain kernels' memory pattern:
+//   - x is one flat array of 16-byte vectors (aligned whatever L is); a warp tile is 32 * vecs vectors that
+//     overlap one row, lane l taking vectors l, l + 32, ..., every load issued before any compute; a row's
+//     first and last vectors may hold the neighbouring rows' elements, which that row's tile writes;
+//   - a tile has one channel (weights loaded once) and, without varlen, one sequence state; the row's
+//     initial window is loaded with x by its first tile;
 //   - the width-1 elements before a vector come from the previous lane by warp shuffle;
 //   - a vector whose outputs and window lie in one sequence ("clean", nearly all of them) is computed
-//     without masks, exactly as the plain kernel does. Sequences are tracked per lane: in varlen mode by
-//     a binary search over cu_seqlens at the lane's first row position, then a walk forward; with seq_idx
-//     by the ids of the vector (16-byte loads of the int32 row, cached in L1: every channel of a batch
-//     row reads the same ids), reduced to "one id" or "mixed" and compared with the previous vectors'
-//     by shuffle;
-//   - the other vectors (a sequence start, a row end, a change of seq_idx, padding) take a per-element
-//     path that reads its window from global memory and masks every tap: taps before the sequence start
-//     read its initial state (pool slot, has_initial_state) or zeros; with seq_idx a tap reads position s
-//     only if seq_idx[s] == seq_idx[t] (positions before 0 count as seq_idx[0]); padding tokens
-//     (seq_idx < 0) output 0; padded sequences and positions after the last sequence write nothing.
-// Final states (not varlen, and not aliasing the initial states) are written by the lane whose vector
-// holds a row's last element; the others come from the second launch of causal_conv1d_fwd_features.cu.
+//     without masks, as the plain kernel does. With seq_idx the ids of each vector are read with 16-byte
+//     loads (L1-resident: every channel of a batch row reads the same ids), reduced to "one id" or
+//     "mixed" and compared with the previous vectors' by shuffle; in varlen mode each lane finds its
+//     sequence by bisection over cu_seqlens once per tile, then walks forward;
+//   - the other vectors (a row's ends, a sequence start, a change of seq_idx, padding) mask every tap on
+//     the same registers: taps before the sequence start read its initial state (pool slot,
+//     has_initial_state) or zeros; with seq_idx a tap reads position s only if seq_idx[s] == seq_idx[t]
+//     (positions before 0 count as seq_idx[0]); padding tokens (seq_idx < 0) output 0; padded sequences
+//     and positions outside every sequence write nothing. In varlen mode a vector meeting two sequences
+//     takes a two-window form, one meeting three or more (a sequence shorter than a vector) a
+//     per-element path that reads global memory.
+// Final states (not varlen, and not aliasing the initial states) are written by the tile holding a row's
+// last element, one entry per lane; the others come from the second launch of causal_conv1d_fwd_features.cu.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
