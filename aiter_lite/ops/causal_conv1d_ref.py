@@ -25,22 +25,14 @@ def _conv_window(ext: torch.Tensor, weight: torch.Tensor, bias) -> torch.Tensor:
     return out[0] if squeeze else out
 
 
-def _segments(row_seq_idx: Optional[torch.Tensor], seqlen: int) -> list[tuple[int, int]]:
-    """[start, end) runs of equal seq_idx (the whole row without seq_idx)."""
-    if row_seq_idx is None or seqlen == 0:
-        return [(0, seqlen)]
-    values = row_seq_idx.tolist()
-    bounds = [0] + [t for t in range(1, seqlen) if values[t] != values[t - 1]] + [seqlen]
-    return list(zip(bounds[:-1], bounds[1:]))
-
-
 def causal_conv1d_ref(x, weight, bias=None, activation=None, *, initial_states=None, return_final_states=False,
                       seq_idx=None):
     """Reference forward in float64; returns float64 out, or (out, final_states) [batch, dim, width-1].
 
-    Each packed sequence (run of equal seq_idx) is convolved alone from zeros, except that the row's first
-    one starts from initial_states; tokens with seq_idx < 0 are padding and output 0; final_states are the last width-1 inputs of the row's last sequence
-    (left-padded with its initial window)."""
+    With seq_idx, a tap reads only positions of its output's sequence (the same index; causal-conv1d's
+    rule), so each packed sequence starts from zeros, except that the row's first one continues
+    initial_states; tokens with seq_idx < 0 are padding and output 0; final_states are the row's last
+    width-1 inputs that belong to its last sequence (its initial window included), zeros elsewhere."""
     width = weight.shape[1]
     halo = width - 1
     x64, w64 = x.double(), weight.double()
@@ -55,15 +47,19 @@ def causal_conv1d_ref(x, weight, bias=None, activation=None, *, initial_states=N
     zeros = x64.new_zeros(dim, halo)
     outs, finals = [], []
     for b in range(batch):
-        pieces, last_ext = [], None
-        for start, end in _segments(seq_idx[b], seqlen):
-            prefix = init[b] if (init is not None and start == 0) else zeros
-            ext = torch.cat([prefix, x64[b, :, start:end]], dim=-1)
-            if end > start:
-                pieces.append(_conv_window(ext, w64, b64))
-            last_ext = ext
-        outs.append(torch.cat(pieces, dim=-1) if pieces else x64.new_zeros(dim, 0))
-        finals.append(last_ext[:, last_ext.shape[-1] - halo:])
+        # Tap j of output t reads ext position t + j when it carries t's seq_idx (causal-conv1d's rule: the
+        # same index, so a window may reach over padding back into its own sequence); the window before t = 0
+        # is the initial state (or zeros) and carries the row's first index.
+        ids = seq_idx[b].to(device=x64.device, dtype=torch.int64)
+        ext = torch.cat([init[b] if init is not None else zeros, x64[b]], dim=-1)
+        ext_ids = torch.cat([ids[:1].expand(halo) if seqlen else ids.new_zeros(halo), ids])
+        acc = x64.new_zeros(dim, seqlen) if b64 is None else b64.unsqueeze(1).expand(dim, seqlen).clone()
+        for j in range(width):
+            same = (ext_ids[j:j + seqlen] == ids).to(x64.dtype)
+            acc = acc + w64[:, j:j + 1] * ext[:, j:j + seqlen] * same
+        outs.append(acc)
+        tail_same = (ext_ids[seqlen:] == ids[-1]).to(x64.dtype) if seqlen else x64.new_ones(halo)
+        finals.append(ext[:, seqlen:] * tail_same)  # the last sequence's last width-1 inputs
     out = _act(torch.stack(outs) if outs else x64.new_zeros(0, dim, seqlen), activation)
     out = out.masked_fill((seq_idx < 0).unsqueeze(1).to(out.device), 0.0)  # padding tokens output 0
     if not return_final_states:
