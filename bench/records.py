@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import re
 from pathlib import Path
 
 HEAD_KEYS = ("device", "date", "torch")
@@ -21,10 +20,6 @@ HEAD_KEYS = ("device", "date", "torch")
 
 def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def gpu_slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
 def write_run(path, device: str, torch_version: str, records: list, **meta) -> dict:
