@@ -1,31 +1,18 @@
 #!/usr/bin/env python3
-"""The small-shape sweep that bench/reliability/sanitize.sh runs under compute-sanitizer: every kernel
-of one op (every variant, layout, dtype, width path, update mode, matmul orientation and tile config)
-in one process, each result checked against float64.
+"""The small-shape sweep that sanitize.sh runs under compute-sanitizer: every kernel of one op (every
+variant, layout, dtype, width path, update mode, orientation and tile config) in one process, each
+result checked against float64 (docs/reliability.md lists what each --op covers).
 
-  --op conv     op_tests/test_causal_conv1d.py --check_only sweeps (layouts contiguous / channel_last /
-                strided, every variant, widths 1, 2, 4, 7, 9, seqlens 1, 65, 129, fp16/bf16/fp32, and
-                --update), then the paths op_tests does not reach: padded rows (shared-memory kernel),
-                fp32 weights with 16-bit x, misaligned pointers, channel-last with odd D, and the update
-                with cache_seqlens (negative too), pool indices with padded slots, an index past the
-                pool, channel-last state, seqlen 1..4.
-  --op matmul   op_tests/test_matmul.py --check_only sweeps (each variant in each dtype it takes, every
-                operand orientation, batched), then every tile config of the table in every mode and
-                orientation it accepts.
-  --op wgmma    the Hopper wgmma + TMA kernels alone (sm_90a): every wgmma config in fp16 and bf16 (and
-                every tf32 wgmma config in fp32 with allow_tf32), both
-                B layouts, shapes with tails on every side, K ranges that wrap the stage ring, and grids
-                with more tiles than CTAs (persistent loops, deferred epilogue stores, split-K clusters).
-  --canary      a memcheck self-test: one causal_conv1d launch whose output pointer is swapped for a
-                buffer far too small (a planted out-of-bounds write in an aiter_lite kernel). Run only
-                under the sanitizer: it must report errors, which proves the kernel-name filter matches.
+  --op conv     the op_tests --check_only sweeps, then padded rows, fp32 weights with 16-bit x,
+                misaligned pointers, channel-last odd D, every update mode and an index past the pool
+  --op matmul   the op_tests --check_only sweeps, then every tile config in every mode and orientation
+  --op wgmma    every Hopper wgmma config (sm_90a) on shapes that reach tails, the stage ring's wrap and
+                persistent loops
+  --canary      a planted out-of-bounds write in an aiter_lite kernel: memcheck must report it
 
-Combinations an op refuses with ValueError (e.g. a tile config of another path) are counted as
-skipped and listed. Exit 1 on any mismatch or unexpected exception.
+Combinations an op refuses with ValueError are counted as skipped. Exit 1 on any mismatch or error.
 
-  python3 bench/reliability/sanitize_sweep.py --op conv
-  compute-sanitizer --tool racecheck --kernel-name kns=aiter_lite \
-      python3 bench/reliability/sanitize_sweep.py --op matmul
+  compute-sanitizer --tool racecheck --kernel-name kns=aiter_lite python3 bench/reliability/sanitize_sweep.py --op matmul
 """
 from __future__ import annotations
 

@@ -1,31 +1,14 @@
 #!/usr/bin/env python3
 """Soak: random shapes, dtypes, widths and layouts through every op for M minutes, each call checked
-against the float64 references of aiter_lite.ops, with device memory watched.
+against the float64 references, device memory watched (docs/reliability.md says what each op draws).
 
-Ops, picked at random each step:
-  causal_conv1d        functional, bias / empty bias / none, SiLU or not, fp32 weights with 16-bit x
-  causal_conv1d_fwd    out= (poisoned with NaN, laid out like x or not), every GPU variant
-  causal_conv1d_update 2-D or 3-D x, shift register or cache_seqlens (circular), conv_state_indices
-                       with padded (-1) slots in a larger pool, contiguous or channel-last state
-  matmul               fp16 / bf16 / fp32 / tf32, transposed, padded, stepped (copied) and batched
-                       (broadcast) operands, out= or not, every variant
-Layouts of x: contiguous, channel-last, padded rows, strided slice. Widths 1..8 mostly, up to 16.
+A warm-up runs the largest case of every op, dtype and layout twice, so the memory peak is reached
+there; then every --sample-s seconds the idle memory_allocated() and the period's peak are sampled.
+Failures: a mismatch or exception; idle memory above its warm-up value by more than --max-growth-mb
+(a leak); a period's peak above the warm-up peak by more than --max-peak-growth-mb (the caching
+allocator may round a block up by 1 MiB); on the CPU, resident-set growth past --max-rss-growth-mb.
 
-Memory: a warm-up runs the largest case of every op, dtype and layout (twice), so the peak is
-reached there; then torch.cuda.max_memory_allocated() (the warm-up peak) and memory_allocated() (idle,
-nothing of ours alive) are recorded. Every --sample-s seconds the idle memory_allocated() and the
-peak of the period (max_memory_allocated() since the last sample; the peak stats are reset after each
-sample) are recorded. Failures: idle memory_allocated() above its warm-up value by more than
---max-growth-mb (a leak: default 1 MiB), or a period's peak above the warm-up peak by more than
---max-peak-growth-mb (default 16 MiB: the caching allocator may hand out a block up to 1 MiB larger
-than asked when it does not split the rest, so the same tensors can count a little more in another
-free-block layout). On the CPU the process's resident set is reported and --max-rss-growth-mb applies.
-
-Writes --json (calls per op, mismatches with their cases and seeds, memory samples) and exits 1 on
-any mismatch, exception or memory growth.
-
-  python3 bench/reliability/soak.py --minutes 10 --json $OUT/soak.json
-  python3 bench/reliability/soak.py --device cpu --minutes 0.5
+  python3 bench/reliability/soak.py [--minutes 10] [--device cpu] [--json F]
 """
 from __future__ import annotations
 
@@ -57,6 +40,7 @@ X_LAYOUTS = ("contiguous", "channel_last", "padded", "strided")
 MAX = {"batch": 4, "dim": 192, "seqlen": 1500, "width": 16,                 # conv forward
        "ubatch": 8, "udim": 192, "useqlen": 4, "extra_state": 3, "extra_pool": 4,  # update
        "mnk": 384, "mbatch": 3}                                             # matmul
+CPU_MAX = {"dim": 64, "seqlen": 384, "udim": 64, "mnk": 192}  # the float64 references are slow on a few cores
 
 
 def parse_args(argv=None):
@@ -292,7 +276,7 @@ def main(argv=None) -> int:
             device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
     if device.type == "cpu":  # the float64 references are slow on a few cores: smaller shapes
-        MAX.update(dim=64, seqlen=384, udim=64, mnk=192)
+        MAX.update(CPU_MAX)
     seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
     print(f"soak: {args.minutes} min on {device} ({name}), seed {seed}", flush=True)
