@@ -38,3 +38,12 @@ def test_appends_tagged_records_and_refuses_other_devices(tmp_path):
     r = append(run_json, results, "other")
     assert r.returncode == 2 and "GPU A" in r.stderr and "GPU B" in r.stderr
     assert len(read_run(results)["records"]) == 4
+
+
+def test_the_repository_results_read_back():
+    """Every results file is one line per run and reads back as records with their measured fields."""
+    for path in (REPO / "bench" / "results").glob("*.json"):
+        doc, raw = read_run(path), json.loads(path.read_text())
+        assert doc["device"] and len(doc["records"]) == sum(len(g["rows"]) for g in raw["runs"])
+        assert len(path.read_text().splitlines()) <= len(raw["runs"]) + len(raw) + 4
+        assert all(r and ("us" in r or "fwd_us" in r or "error" in r) for r in doc["records"]), path
