@@ -66,7 +66,8 @@ def parse_args(argv=None):
 
 def bench_forward(shapes, timer, dao, fla, notes, records, gen):
     for dt, B, D, L, W in shapes:
-        x, weight, bias = (torch.randn(*s, device="cuda", generator=gen).to(DTYPES[dt]) for s in ((B, D, L), (D, W), (D,)))
+        x, weight, bias = (torch.randn(*s, device="cuda", generator=gen).to(DTYPES[dt])
+                           for s in ((B, D, L), (D, W), (D,)))
         x_cl = x.transpose(1, 2).contiguous().transpose(1, 2)  # [B, L, D] storage: fla's layout
         out, out_cl, copy_dst = torch.empty_like(x), torch.empty_like(x_cl), torch.empty_like(x)
         ref = torch_conv(x.float(), weight.float(), bias.float())
@@ -84,6 +85,7 @@ def bench_forward(shapes, timer, dao, fla, notes, records, gen):
             try:
                 y = fn()
                 err = 0.0 if impl == "copy" else rel_err(y.transpose(1, 2) if impl == "fla" else y, ref)
+                del y
                 us = timer(fn)
             except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape is noted, not fatal
                 notes.append(f"{impl} failed on {dt} {B}x{D}x{L} W={W}: {type(e).__name__}: {str(e)[:160]}")
@@ -104,7 +106,8 @@ def bench_update(shapes, timer, dao, notes, records, gen):
     W = 4
     for dt in ("fp16", "bf16"):
         for B, D in shapes:
-            x, weight, bias = (torch.randn(*s, device="cuda", generator=gen).to(DTYPES[dt]) for s in ((B, D), (D, W), (D,)))
+            x, weight, bias = (torch.randn(*s, device="cuda", generator=gen).to(DTYPES[dt])
+                               for s in ((B, D), (D, W), (D,)))
             nbytes = 2 * x.numel() * W * x.element_size()
             for op in ("update", "update_state_cl"):
                 base = torch.randn(B, W - 1, D, device="cuda", generator=gen).to(DTYPES[dt]).transpose(1, 2)
@@ -175,7 +178,8 @@ def tables(records, copy) -> str:
     if ratios:
         text.append(f"vs faster peer over {len(ratios)} shapes: geomean {geomean(ratios):.2f}x, min "
                     f"{min(ratios):.2f}x, {sum(r >= 1.0 for r in ratios)} at or above 1.0x")
-    rows = [[dt, shape, "CL" if op.endswith("cl") else "BDS", *(cell(row.get(i)) for i in ("aiter_lite", "dao", "torch")),
+    rows = [[dt, shape, "CL" if op.endswith("cl") else "BDS",
+             *(cell(row.get(i)) for i in ("aiter_lite", "dao", "torch")),
              f"{row['dao']['us'] / row['aiter_lite']['us']:.2f}x" if {"dao", "aiter_lite"} <= set(row) else "-"]
             for (op, dt, shape, _), row in by_key.items() if op.startswith("update")]
     text += ["### update (W=4, seqlen 1): us (TB/s)", md_table(["dtype", "BxD", "state", "aiter_lite", "dao", "torch",

@@ -93,9 +93,9 @@ def main(argv=None) -> int:
             for name, fn in calls.items()]
     rows += [dict(call="(piece) " + name, enqueue_us=host_us(fn, 2000, 7, sync=False)) for name, fn in pieces.items()]
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, python {sys.version.split()[0]}")
-    print(md_table(["call", "enqueue us/call", "wall us/call (2000, synced)", "GPU us per kernel"], [
-        [r["call"], *("-" if r.get(k) is None else f"{r[k]:.2f}" for k in ("enqueue_us", "wall_us", "gpu_us_per_kernel"))]
-        for r in rows]))
+    keys = ("enqueue_us", "wall_us", "gpu_us_per_kernel")
+    print(md_table(["call", "enqueue us/call", "wall us/call (2000, synced)", "GPU us per kernel"],
+                   [[r["call"], *("-" if r.get(k) is None else f"{r[k]:.2f}" for k in keys)] for r in rows]))
     write_run(args.out, torch.cuda.get_device_name(), torch.__version__, rows)
     return 0
 

@@ -1,28 +1,20 @@
-"""The tile planner's ranking against measurement: every table config of the path, on a few shapes.
-
-For each shape and mode (fp16, bf16: the tensor_core_16 configs; fp32: strict, the SIMT configs;
-tf32: fp32 with TF32 allowed, the tensor_core_tf32 configs) it times every config of the path that
-fits the GPU's shared memory (`aiter_lite.matmul(a, b, out, variant=..., config=i)`), the default
-call (variant "auto", config -1: what a user gets, autotuning off), the same call autotuned
-(aiter_lite.tuning.autotune with a private tuned-config file: the tuning happens before the timing)
-and torch.matmul, checks each result once against a float64 reference, and compares with the planner's
-order (`planner.table_order`, what `choose_config` and the autotuner use): the measured best config,
-the planner's top 3, the rank the planner gave the measured best, and how much slower the planner's #1
-measured than the best. Configs of paths the planner does not model are not timed.
-
-Timing: medians of triton.testing.do_bench (CUDA events, L2 flushed before every call) when triton
-is there, else aiter_lite.testing.bench (the same method); fresh random normal data per shape and
-dtype, outputs preallocated.
+"""The tile planner's ranking against measurement (docs/planner.md): every table config of a path on a
+few shapes. Per shape and mode (fp16, bf16: the tensor_core_16 configs; fp32 strict: SIMT; tf32: the
+tensor_core_tf32 configs) it times every config that fits the GPU's shared memory, the default call
+(variant auto, autotuning off), the same call autotuned (a private tuned-config file, tuned before the
+timing) and torch.matmul, each result checked once against float64 (do_bench medians, L2 flushed), and
+compares with the planner's order: the measured best, the planner's top 3 and the best's rank there,
+and how much slower the planner's #1 ran. Paths the planner does not model are not timed.
 
     python bench/plan_vs_measure.py [--quick] [--out PATH]           # on a CUDA GPU, ~2-3 min on an H100
     python bench/plan_vs_measure.py --dry-run [--device h100]        # any machine: what would be measured
     python bench/plan_vs_measure.py --from-json PATH [--replan] [--update-docs docs/planner.md]
 
 --out writes the run: "records" (M, N, K, dtype, impl, config, us, tflops, rel_err, ok; impl "cublas",
-"aiter_lite", "aiter_lite_auto" (variant auto, config -1) or "aiter_lite_tuned" (the same autotuned;
-config: the tuner's pick, -1 for the kernel's own)) and "comparisons"; the table comes last; exit 1 if a
-result is off. --from-json prints the table of a run or results file again (--replan: ranked by the
-current planner), --update-docs also puts it between the PLAN VS MEASURE markers of that file.
+"aiter_lite", "aiter_lite_auto" or "aiter_lite_tuned" (config: the tuner's pick, -1 for the kernel's
+own)) and "comparisons"; the table comes last; exit 1 if a result is off. --from-json prints the table
+of a run or results file again (--replan: ranked by the current planner); --update-docs also puts it
+between the PLAN VS MEASURE markers of that file.
 """
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ result checked against float64 (docs/reliability.md lists what each --op covers)
 
 Combinations an op refuses with ValueError are counted as skipped. Exit 1 on any mismatch or error.
 
-  compute-sanitizer --tool racecheck --kernel-name kns=aiter_lite python3 bench/reliability/sanitize_sweep.py --op matmul
+  compute-sanitizer --tool racecheck --kernel-name kns=aiter_lite \
+      python3 bench/reliability/sanitize_sweep.py --op matmul
 """
 from __future__ import annotations
 
