@@ -40,8 +40,6 @@ def parse_args(argv=None):
                    "dir under --work-dir)")
     p.add_argument("--work-dir", type=Path,
                    help="where cache, lock dirs and per-rank logs go (default: a new temp dir)")
-    p.add_argument("--keep", action="store_true",
-                   help="keep the work dir (the cache is kept anyway with --cache-dir)")
     p.add_argument("--timeout", type=float, default=600, help="seconds for the whole run (default 600)")
     p.add_argument("--json", type=Path, help="write the full report here")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -324,7 +322,7 @@ def launch(args) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1))
     shutil.rmtree(barrier, ignore_errors=True)
-    if not args.keep and args.work_dir is None and args.cache_dir is None and ok:
+    if args.work_dir is None and args.cache_dir is None and ok:
         shutil.rmtree(work, ignore_errors=True)
     else:
         print(f"logs: {logs}")

@@ -7,7 +7,7 @@
 # /tmp/aiter_lite_sanitize), packed into $OUT/sanitize_logs.tgz when $OUT is set.
 #
 #   bash bench/reliability/sanitize.sh [--tools memcheck,racecheck,initcheck,synccheck] [--ops conv,matmul,wgmma]
-#        [--jobs 5] [--timeout 300] [--quick] [--no-canary] [--no-build] [--no-pack] [--logs DIR]
+#        [--jobs 5] [--timeout 300] [--quick] [--no-canary] [--no-pack] [--logs DIR]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TOOLS=memcheck,racecheck,initcheck,synccheck
@@ -18,7 +18,6 @@ QUICK=""
 CANARY=1
 LOGS=/tmp/aiter_lite_sanitize
 PACK=1
-BUILD=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --tools) TOOLS="$2"; shift 2 ;;
@@ -29,7 +28,6 @@ while [ $# -gt 0 ]; do
     --no-canary) CANARY=0; shift ;;
     --logs) LOGS="$2"; shift 2 ;;
     --no-pack) PACK=0; shift ;;
-    --no-build) BUILD=0; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -46,10 +44,8 @@ export PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 PYTHONPATH="$PWD${PYT
 echo "sanitizer: $SAN ($("$SAN" --version 2>/dev/null | grep -i version | head -1))"
 
 # Build outside the sanitizer (a no-op when the cache is warm).
-if [ "$BUILD" = 1 ]; then
-  python3 -m aiter_lite -q build module_causal_conv1d module_matmul --backend cuda || {
-    echo "SANITIZE FAIL: the modules did not build"; exit 1; }
-fi
+python3 -m aiter_lite -q build module_causal_conv1d module_matmul --backend cuda || {
+  echo "SANITIZE FAIL: the modules did not build"; exit 1; }
 
 runs=()
 IFS=, read -ra tool_list <<< "$TOOLS"

@@ -4,9 +4,9 @@ against the float64 references, device memory watched (docs/reliability.md says 
 
 A warm-up runs the largest case of every op, dtype and layout twice, so the memory peak is reached
 there; then every --sample-s seconds the idle memory_allocated() and the period's peak are sampled.
-Failures: a mismatch or exception; idle memory above its warm-up value by more than --max-growth-mb
-(a leak); a period's peak above the warm-up peak by more than --max-peak-growth-mb (the caching
-allocator may round a block up by 1 MiB); on the CPU, resident-set growth past --max-rss-growth-mb.
+Failures: a mismatch or exception; idle memory above its warm-up value by more than MAX_GROWTH_MB
+(a leak); a period's peak above the warm-up peak by more than MAX_PEAK_GROWTH_MB (the caching
+allocator may round a block up by 1 MiB); on the CPU, resident-set growth past MAX_RSS_GROWTH_MB.
 
   python3 bench/reliability/soak.py [--minutes 10] [--device cpu] [--json F]
 """
@@ -40,6 +40,9 @@ X_LAYOUTS = ("contiguous", "channel_last", "padded", "strided")
 MAX = {"batch": 4, "dim": 192, "seqlen": 1500, "width": 16,                 # conv forward
        "ubatch": 8, "udim": 192, "useqlen": 4, "extra_state": 3, "extra_pool": 4,  # update
        "mnk": 384, "mbatch": 3}                                             # matmul
+# Limits, MiB: idle memory_allocated() growth after the warm-up, a period's peak over the warm-up
+# peak, the CPU's resident set growth; and the mismatches after which the run stops.
+MAX_GROWTH_MB, MAX_PEAK_GROWTH_MB, MAX_RSS_GROWTH_MB, MAX_MISMATCHES = 1.0, 16.0, 512.0, 50
 CPU_MAX = {"dim": 64, "seqlen": 384, "udim": 64, "mnk": 192}  # the float64 references are slow on a few cores
 
 
@@ -49,12 +52,6 @@ def parse_args(argv=None):
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu, cuda, cuda:1 ...")
     p.add_argument("--seed", type=int, default=None, help="master seed (default: from the clock; in the JSON)")
     p.add_argument("--sample-s", type=float, default=15.0, help="memory sample interval in seconds (default 15)")
-    p.add_argument("--max-growth-mb", type=float, default=1.0,
-                   help="allowed growth of the idle memory_allocated() after warm-up (default 1 MiB)")
-    p.add_argument("--max-peak-growth-mb", type=float, default=16.0,
-                   help="allowed excess of a period's max_memory_allocated() over the warm-up peak (default 16 MiB)")
-    p.add_argument("--max-rss-growth-mb", type=float, default=512.0, help="CPU: allowed resident-set growth")
-    p.add_argument("--max-mismatches", type=int, default=50, help="stop early after this many mismatches")
     p.add_argument("--json", type=Path, help="write the report here")
     return p.parse_args(argv)
 
@@ -318,7 +315,7 @@ def main(argv=None) -> int:
     end = time.monotonic() + args.minutes * 60
     next_sample = time.monotonic() + args.sample_s
     ops = list(OPS)
-    while time.monotonic() < end and len(mismatches) < args.max_mismatches and not _stop:
+    while time.monotonic() < end and len(mismatches) < MAX_MISMATCHES and not _stop:
         op = master.choice(ops)
         run(op, OPS[op], master.randrange(1 << 31), "soak")
         if time.monotonic() >= next_sample:
@@ -337,15 +334,15 @@ def main(argv=None) -> int:
         later = samples[1:]
         growth["max_allocated"] = max(s["max_allocated"] for s in later) - base["max_allocated"]
         growth["allocated"] = max(s["allocated"] for s in later) - base["allocated"]
-        if growth["allocated"] > args.max_growth_mb * mib:
+        if growth["allocated"] > MAX_GROWTH_MB * mib:
             problems.append(f"idle memory_allocated grew by {growth['allocated'] / mib:.2f} MiB after warm-up "
-                            f"(limit {args.max_growth_mb} MiB)")
-        if growth["max_allocated"] > args.max_peak_growth_mb * mib:
+                            f"(limit {MAX_GROWTH_MB} MiB)")
+        if growth["max_allocated"] > MAX_PEAK_GROWTH_MB * mib:
             problems.append(f"max_memory_allocated exceeded the warm-up peak by {growth['max_allocated'] / mib:.2f} "
-                            f"MiB (limit {args.max_peak_growth_mb} MiB)")
+                            f"MiB (limit {MAX_PEAK_GROWTH_MB} MiB)")
     growth["rss"] = final["rss"] - base["rss"]
-    if device.type == "cpu" and growth["rss"] > args.max_rss_growth_mb * mib:
-        problems.append(f"resident set grew by {growth['rss'] / mib:.1f} MiB (limit {args.max_rss_growth_mb} MiB)")
+    if device.type == "cpu" and growth["rss"] > MAX_RSS_GROWTH_MB * mib:
+        problems.append(f"resident set grew by {growth['rss'] / mib:.1f} MiB (limit {MAX_RSS_GROWTH_MB} MiB)")
     if mismatches:
         problems.append(f"{len(mismatches)} mismatches")
     if _stop:
