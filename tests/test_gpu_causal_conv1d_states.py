@@ -33,6 +33,28 @@ def test_states_and_seq_idx(dtype, layout, width):
         check_forward(x, weight, bias, "silu", seq_idx=seq_idx, initial_states=init)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("width", [2, 4, 5])
+def test_padding_tokens(layout, width):
+    """Negative seq_idx marks padding tokens (trailing, as causal-conv1d's test_causal_conv1d_varlen_padding
+    builds them, and in the middle of a row): their output is 0 and no gradient flows from them."""
+    from test_causal_conv1d_grad import grads_vs_reference
+
+    torch.manual_seed(5)
+    for dtype, seqlen in itertools.product(DTYPES, [7, 300]):
+        seq_idx = packed_seq_idx(3, seqlen, DEV)
+        seq_idx[0, seqlen // 2:] = -1
+        seq_idx[1, 2:5] = -1
+        def fresh():
+            return make_x(3, 72, seqlen, dtype, DEV, layout), random_normal((72, width), torch.float32, DEV), \
+                random_normal((72,), torch.float32, DEV)
+        x, w, b = fresh()
+        out = check_forward(x, w, b, "silu", seq_idx=seq_idx, final_states=False)
+        assert (out.transpose(1, 2)[seq_idx < 0] == 0).all()
+        x, w, b = fresh()
+        grads_vs_reference(x, w, b, "silu", seq_idx=seq_idx, dtype_tol=max(GRAD_TOL[dtype], GRAD_TOL[torch.float32]))
+
+
 @pytest.mark.parametrize("x_dtype", [torch.bfloat16, torch.float16])
 def test_fp32_weights(x_dtype):
     x = make_x(3, 256, 777, x_dtype, DEV, "channel_last")

@@ -56,6 +56,21 @@ def test_edit_rebuilds_and_no_edit_reuses(tiny):
     assert len([a for a in tiny.artifacts() if a.startswith("cpu-")]) == 2
 
 
+def test_two_artifacts_of_one_module_load_side_by_side(tiny):
+    """The CPU and CUDA builds of a module (or two keys of one backend) in one process are each their own
+    code. CPython keeps one single-phase extension module per name: when every artifact was named after
+    its module, the second load silently returned the first (the CUDA conv module ran CPU tensors)."""
+    from aiter_lite.jit import get_module
+
+    first = get_module("module_tiny", "cpu", registry=tiny.registry())
+    reg = json.loads(tiny.registry_path.read_text())
+    reg["modules"]["module_tiny"]["defines"] = ["TINY_VARIANT=2"]
+    tiny.registry_path.write_text(json.dumps(reg))
+    second = get_module("module_tiny", "cpu", registry=tiny.registry())
+    assert (first.variant, second.variant) == (0, 2)
+    assert first is not second and first.__file__ != second.__file__
+
+
 def test_warm_load_in_new_process_is_fast(tiny, record_property):
     assert tiny.run_worker()["built"]
     times = [tiny.run_worker()["load_ms"] for _ in range(3)]

@@ -176,3 +176,38 @@ def test_conv_requires_grad_is_never_cut_silently(which):
         aiter_lite.causal_conv1d_fwd(torch.empty(2, 4, 9), tensors["x"], tensors["weight"], tensors["bias"])
     with torch.no_grad():
         assert not aiter_lite.causal_conv1d(tensors["x"], tensors["weight"], tensors["bias"]).requires_grad
+
+
+@pytest.mark.parametrize("mode", ["shift", "circular", "indices", "2d"])
+@pytest.mark.parametrize("activation", [None, "silu"])
+def test_conv_update_gradients(mode, activation):
+    """causal_conv1d_update differentiates in x, weight and bias (as causal-conv1d's own tests call it):
+    against float64 autograd through the reference step on the same pre-update state; conv_state is
+    updated exactly as without grad; a conv_state that requires grad raises."""
+    torch.manual_seed(3)
+    batch, dim = 4, 10
+    for width, seqlen in itertools.product([1, 2, 4, 5], [1, 3]):
+        seqlen = 1 if mode == "2d" else seqlen
+        state_len = max(width - 1, 1) + 2
+        pool = batch + 2 if mode == "indices" else batch
+        x = random_normal((batch, dim) if mode == "2d" else (batch, dim, seqlen), torch.float32, CPU)
+        state = random_normal((pool, dim, state_len), torch.float32, CPU)
+        weight, bias = random_normal((dim, width), torch.float32, CPU), random_normal((dim,), torch.float32, CPU)
+        seqlens = torch.randint(0, 3 * state_len, (batch,), dtype=torch.int32) if mode == "circular" else None
+        indices = None
+        if mode == "indices":
+            indices = torch.randperm(pool, dtype=torch.int32)[:batch].contiguous()
+            indices[2] = -1  # a padded slot: zero output, no gradient
+        leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+        ref_leaves = [t.double().requires_grad_() for t in (x, weight, bias)]
+        ref_state, our_state = state.double(), state.clone()
+        out = aiter_lite.causal_conv1d_update(*leaves[:1], our_state, *leaves[1:], activation, seqlens, indices)
+        ref = causal_conv1d_update_ref(ref_leaves[0], ref_state, *ref_leaves[1:], activation, seqlens, indices)
+        torch.testing.assert_close(our_state, ref_state.float(), rtol=0, atol=0)
+        dout = random_normal(tuple(out.shape), torch.float32, CPU)
+        grads = torch.autograd.grad(out, leaves, dout)
+        ref_grads = torch.autograd.grad(ref, ref_leaves, dout.double())
+        for name, g, r in zip(("x", "weight", "bias"), grads, ref_grads):
+            assert rel_error(g, r) <= 1e-5, (mode, width, seqlen, name)
+    with pytest.raises(RuntimeError, match="conv_state"):
+        aiter_lite.causal_conv1d_update(x, state[:batch].clone().requires_grad_(), weight)

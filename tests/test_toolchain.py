@@ -75,10 +75,11 @@ def test_rocm_flags(tmp_path):
     cu = [u for u in spec.units if u.source.name == "k.cu"][0]
     assert cu.compiler == "device" and cu.arch_flags == ("--offload-arch=gfx90a", "--offload-arch=gfx942")
     for flag in ("-x", "hip", "-fPIC", "-D__HIP_PLATFORM_AMD__=1", "-DUSE_ROCM=1", "-O3",
-                 "-DAITER_LITE_BACKEND_HIP=1", "-DAITER_LITE_MODULE_NAME=module_k"):
+                 "-DAITER_LITE_BACKEND_HIP=1"):
         assert flag in spec.device_flags, flag
     assert spec.linker == spec.device_compiler  # hipcc links the HIP runtime
-    text = generate_ninja(spec, "module_k.abc.so")
+    text = generate_ninja(spec, "module_k.abc.so", "module_k_hip_abc")
+    assert "-DAITER_LITE_MODULE_NAME=module_k_hip_abc" in text  # the artifact's own name, not in the key
     assert "--offload-arch=gfx942" in text and "rule device" in text and "-MMD -MF $out.d" in text
 
 
@@ -98,7 +99,7 @@ def test_cuda_flags_and_arch_restricted_sources(tmp_path):
                                                                "AITER_LITE_ARCH": "sm_80"}))
     assert "hopper.cu" not in {u.source.name for u in spec80.units}
     assert "-DAITER_LITE_HAS_HOPPER=1" not in spec80.device_flags
-    text = generate_ninja(spec, "module_k.abc.so")
+    text = generate_ninja(spec, "module_k.abc.so", "module_k_cuda_abc")
     assert "--generate-dependencies-with-compile" in text and "build module_k.abc.so: link" in text
 
 
@@ -123,10 +124,10 @@ def test_device_compiles_spread_over_idle_cores_outside_the_key(tmp_path):
     env = read_env({"CUDA_HOME": str(tmp_path / "cuda"), "AITER_LITE_ARCH": "sm_80,sm_90a"})
     spec = make_spec(_registry(tmp_path).get("module_k"), "cuda", env)  # 2 device files
     assert device_threads(spec, 16) == 8 and device_threads(spec, 3) == 3 and device_threads(spec, 1) == 1
-    text = generate_ninja(spec, "module_k.abc.so", 3)
+    text = generate_ninja(spec, "module_k.abc.so", "module_k_cuda_abc", 3)
     assert "parallel_flags = --split-compile=3 --threads=2" in text
     assert "$device_flags $parallel_flags $arch_flags" in text
-    assert "parallel_flags = \n" in generate_ninja(spec, "module_k.abc.so", 1) + "\n"
+    assert "parallel_flags = \n" in generate_ninja(spec, "module_k.abc.so", "module_k_cuda_abc", 1) + "\n"
     assert not any("split-compile" in f for f in spec.device_flags)  # so the key ignores the core count
     assert compute_key(spec) == compute_key(make_spec(_registry(tmp_path).get("module_k"), "cuda", env))
     assert read_env({"AITER_LITE_DEVICE_THREADS": "1"}).device_threads == 1

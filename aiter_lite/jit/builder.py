@@ -68,7 +68,7 @@ def _build_locked(spec: ModuleSpec, cache: ModuleCache, env: JitEnv) -> Manifest
     build_dir = cache.new_build_dir()
     log_path = build_dir / "build.log"
     jobs = default_jobs(env.max_jobs, spec.backend)
-    (build_dir / "build.ninja").write_text(generate_ninja(spec, cache.library_name,
+    (build_dir / "build.ninja").write_text(generate_ninja(spec, cache.library_name, cache.import_name,
                                                                 env.device_threads or device_threads(spec, jobs)))
     progress = BuildProgress(spec.name, spec.backend, spec.archs, [str(u.source) for u in spec.units])
     progress.started(jobs, cache.artifact_dir)

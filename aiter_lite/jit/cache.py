@@ -66,6 +66,14 @@ class Manifest:
             return None
 
 
+def import_name(module: str, artifact_dir: Path) -> str:
+    """The Python name an artifact is built and loaded under (its PyInit_ symbol): module, backend and key.
+    Unique per artifact because CPython keeps one single-phase extension module per name: a second library
+    loaded under a name already loaded (the CPU and CUDA builds of one module, two keys of one backend)
+    would silently be the first one again."""
+    return f"{module}_{artifact_dir.name.replace('-', '_')}"
+
+
 class ModuleCache:
     def __init__(self, root: Path, module: str, backend: str, key: str):
         self.root, self.module, self.backend, self.key = root, module, backend, key
@@ -73,6 +81,7 @@ class ModuleCache:
         self.artifact_dir = self.module_dir / f"{backend}-{key}"
         self.failed_dir = self.module_dir / f"failed-{backend}-{key}"
         self.library_name = f"{module}.{key}.so"
+        self.import_name = import_name(module, self.artifact_dir)
         self._builder_fd: Optional[int] = None
 
     # -- reading (no lock needed) ------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from ..errors import BuildError
 from .builder import build
-from .cache import ModuleCache
+from .cache import ModuleCache, import_name
 from .env import JitEnv, package_root, read_env
 from .key import compute_key
 from .registry import Registry, load_registry
@@ -45,8 +45,10 @@ def reset() -> None:
 
 
 def load_library(module: str, path: Path) -> ModuleType:
-    loader = importlib.machinery.ExtensionFileLoader(module, str(path))
-    spec = importlib.util.spec_from_file_location(module, str(path), loader=loader)
+    """Load a built library of `module` (path: <cache>/<module>/<backend>-<key>/<library>)."""
+    name = import_name(module, path.parent)
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
     try:
         mod = importlib.util.module_from_spec(spec)
         loader.exec_module(mod)

@@ -60,11 +60,14 @@ def parallel_flags(spec: ModuleSpec, threads: int) -> list[str]:
     return []  # hipcc: ROCm 5.2's clang has no -parallel-jobs; its archs compile one after another
 
 
-def generate_ninja(spec: ModuleSpec, library_name: str, threads_per_device_job: int = 1) -> str:
+def generate_ninja(spec: ModuleSpec, library_name: str, import_name: str, threads_per_device_job: int = 1) -> str:
+    """import_name: the artifact's Python name (cache.import_name); it derives from the key, so it is
+    passed here rather than being one of the flags the key hashes."""
+    name_define = [f"-DAITER_LITE_MODULE_NAME={import_name}"]
     lines = [
         "ninja_required_version = 1.3",
         f"cxx = {_q([spec.cxx.path])}",
-        f"cxx_flags = {_q(spec.cxx_flags)}",
+        f"cxx_flags = {_q([*spec.cxx_flags, *name_define])}",
         f"link = {_q([spec.linker.path])}",
         f"link_flags = {_q(spec.link_flags)}",
         "",
@@ -79,7 +82,7 @@ def generate_ninja(spec: ModuleSpec, library_name: str, threads_per_device_job: 
                else "-MMD -MF $out.d")
         lines += [
             f"device_cc = {_q([spec.device_compiler.path])}",
-            f"device_flags = {_q(spec.device_flags)}",
+            f"device_flags = {_q([*spec.device_flags, *name_define])}",
             f"parallel_flags = {_q(parallel_flags(spec, threads_per_device_job))}",
             "",
             "rule device",

@@ -47,7 +47,6 @@ class ModuleSpec:
 
 def _defines(entry: ModuleEntry, backend: str, restricted_included: list[SourceFile]) -> list[str]:
     defines = [f"-D{d}" for d in entry.defines]
-    defines.append(f"-DAITER_LITE_MODULE_NAME={entry.name}")
     defines.append(f"-DAITER_LITE_BACKEND_{backend.upper()}=1")
     for s in restricted_included:
         stem = "".join(c if c.isalnum() else "_" for c in s.path.stem).upper()

@@ -75,6 +75,10 @@ def launch_bwd(x, weight, bias, dout, initial_states, seq_idx, dfinal_states, us
     batch, dim, seqlen = x.shape
     width = weight.shape[1]
     empty = x.new_empty(0)
+    if seq_idx is not None and x.device.type != "cpu":
+        # Padding tokens (seq_idx < 0) output a constant 0, so no gradient flows from them; the GPU kernels
+        # take dout as it is (the CPU kernel masks it itself).
+        dout = dout.masked_fill((seq_idx < 0).unsqueeze(1), 0)
     dx = torch.empty_like(x) if need_dx else None
     dweight = torch.empty(dim, width, dtype=torch.float32, device=x.device) if need_dweight else None
     dbias = torch.empty(dim, dtype=torch.float32, device=x.device) if need_dbias and bias is not None else None

@@ -19,6 +19,7 @@ import torch
 
 from ..jit import get_module
 from . import _conv_checks as checks
+from ._update_autograd import update_with_grad
 from ._conv_launch import launch_fwd_states, launch_varlen, launch_varlen_states, new_final_states
 from .causal_conv1d_ref import (causal_conv1d_ref, causal_conv1d_update_ref, causal_conv1d_varlen_ref,
                                 causal_conv1d_varlen_states_ref)
@@ -473,8 +474,15 @@ def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torc
     if not _well_formed_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices):
         _, _, bias, cache_seqlens, conv_state_indices = _check_update(
             x, conv_state, weight, bias, cache_seqlens, conv_state_indices)
-    if _grad_enabled():  # (serving calls run under no_grad/inference_mode: one call)
-        _check_no_grad("causal_conv1d_update", "it is a decode step, forward only", x=x, weight=weight, bias=bias)
+    if _grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias, conv_state)):
+        # (serving calls run under no_grad/inference_mode and skip this in one call)
+        return update_with_grad(x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices,
+                                lambda: _run_update(x, conv_state, weight, bias, use_silu, cache_seqlens,
+                                                    conv_state_indices))
+    return _run_update(x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)
+
+
+def _run_update(x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices) -> torch.Tensor:
     if use_direct_call():  # x stays 2-D or 3-D: _launch_update reads a 2-D x as seqlen 1 (no view ops)
         out = torch.empty_like(x)
         _launch_update(out, x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)

@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
               float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
 #pragma unroll
               for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], win[j][c], acc);
-              yv.elt[c] = from_float<T>(activate(acc, a.silu));
+              yv.elt[c] = from_float<T>(id < 0 ? 0.f : activate(acc, a.silu));  // padding tokens output 0
             }
             if (s.active) yv.store(op + (t + u) * a.out_seq_stride);
 #pragma unroll
@@ -314,7 +314,7 @@ __global__ void __launch_bounds__(kPerOutputThreads)
       acc = fmaf(wj, v, acc);
     }
     static_cast<T*>(a.out)[r * a.out_batch_stride + d * a.out_dim_stride + t * a.out_seq_stride] =
-        from_float<T>(activate(acc, a.silu));
+        from_float<T>(id < 0 ? 0.f : activate(acc, a.silu));  // padding tokens (seq_idx < 0) output 0
   }
 }
 
