@@ -30,7 +30,7 @@ namespace {
 
 // Bytes of channels per thread: 4 (two 16-bit channels, one fp32). 8-byte groups (4 fp16 channels) held
 // about 104 live values at W = 4 and spilled 1 KB per thread at the 80-register bound (ptxas 13.0, sm_90a).
-// AITER_LITE_BWD_CL_VEC_BYTES=8 builds the 8-byte form for A/B timing (bench/conv_bwd).
+// AITER_LITE_BWD_CL_VEC_BYTES=8 builds the 8-byte form for A/B timing (bench/lab/conv_bwd).
 #ifdef AITER_LITE_BWD_CL_VEC_BYTES
 constexpr int kBwdChannelLastVecBytes = AITER_LITE_BWD_CL_VEC_BYTES;
 #else
