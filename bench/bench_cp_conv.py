@@ -7,7 +7,7 @@ One rank: per shape, forward and forward+backward (where the op differentiates) 
 same call with cp_context= of the one-rank group (its short cut to the plain op), and of the general CP
 path on one rank (zigzag, passthrough off: every step but the P2P); median wall time per back-to-back
 eager call, synchronised per batch, over 3 rotating input sets; the forward output of each against the
-plain op's. Two or more ranks (not run yet: its first run is its test): B=8 fixed-length, 4096 tokens
+plain op's. Two or more ranks (2x H200 in docs/distributed.md): B=8 fixed-length, 4096 tokens
 per rank, and 64 packed sequences of random lengths, 32768 tokens per rank: fwd+bwd per rank, plain and
 CP, one P2P round trip of a halo, and fla's CP conv (packed input only, so the fixed-length case runs as
 8 packed sequences); median of CUDA events around one fwd+bwd, the ranks aligned by a barrier first.
