@@ -78,6 +78,7 @@ suite() {  # suite N NAME ARGS...
     conv_bwd) peers; python3 bench/bench_conv_bwd.py --out "$OUT/$tag.json" "$@" ;;
     matmul) python3 bench/bench_matmul.py --out "$OUT/$tag.json" "$@" ;;
     cp) peers; gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+      export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"  # NVLink multicast stays off on the lent machines
       if [ "$gpus" -gt 1 ]; then torchrun --nproc-per-node="$gpus" bench/bench_cp_conv.py "$@"
       else python3 bench/bench_cp_conv.py "$@"; fi ;;
     host) python3 bench/host_overhead_conv.py --out "$OUT/$tag.json" "$@" ;;
