@@ -351,17 +351,22 @@ def issue21(args) -> int:
         print(f"\ncopy bandwidth (read + write, 256 MiB): {copy_gbs:.0f} GB/s")
         rows = []
         set_torch_tf32(True)
-        for mode, tf32 in (("bf16", False), ("fp32", False), ("tf32", True)):
-            for m, n, k in [(1, 4096, 4096), (16, 4096, 4096), (64, 8192, 8192)]:
-                a, b = randn(m, k, dt=MODES[mode]), randn(k, n, dt=MODES[mode])
-                out = torch.empty(m, n, device="cuda", dtype=MODES[mode])
+        skinny = [(1, 4096, 4096, "n"), (7, 4096, 4096, "n"), (16, 4096, 4096, "n"), (64, 8192, 8192, "n"),
+                  (1, 4096, 4096, "t"), (16, 4096, 4096, "t"), (16, 8192, 8192, "n")]
+        for mode, tf32 in (("bf16", False), ("fp16", False), ("fp32", False), ("tf32", True)):
+            for m, n, k, bl in skinny:  # B "n": b is [K, N]; "t": w.t() of an nn.Linear weight [N, K]
+                dt = MODES[mode]
+                a, b = randn(m, k, dt=dt), (randn(k, n, dt=dt) if bl == "n" else randn(n, k, dt=dt).t())
+                out = torch.empty(m, n, device="cuda", dtype=dt)
                 ours = bench_ms(lambda: aiter_lite.matmul(a, b, out, allow_tf32=tf32), quick)
                 ref = bench_ms(lambda: torch.matmul(a, b, out=out), quick)
-                gbs = (a.numel() + b.numel() + out.numel()) * a.element_size() / (ours * 1e-3) / 1e9
-                rows.append([f"{m}x{n}x{k}", mode, f"{ours * 1e3:.1f}", f"{gbs:.0f}", f"{gbs / copy_gbs:.2f}",
-                             f"{ref * 1e3:.1f}", matmul_plan(a, b, allow_tf32=tf32)])
+                gbs, ref_gbs = ((a.numel() + b.numel() + out.numel()) * a.element_size() / (t * 1e-3) / 1e9
+                                for t in (ours, ref))
+                rows.append([f"{m}x{n}x{k}", mode, bl, f"{ours * 1e3:.1f}", f"{gbs:.0f}", f"{gbs / copy_gbs:.2f}",
+                             f"{ref * 1e3:.1f}", f"{ref_gbs / copy_gbs:.2f}", matmul_plan(a, b, allow_tf32=tf32)])
         set_torch_tf32(False)
-        print(md_table(["M x N x K", "dtype", "ours us", "GB/s read", "x copy bw", "cuBLAS us", "kernel"], rows))
+        print(md_table(["M x N x K", "dtype", "B", "ours us", "GB/s read", "x copy bw", "cuBLAS us",
+                        "cuBLAS x copy bw", "kernel"], rows))
     return 0
 
 
