@@ -29,6 +29,7 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"fp16": 2e-3, "bf16": 1e-2}
 SIZES = (1, 7, 16, 127, 128, 129, 1000, 4096)
 # (M, N, K) from SIZES: each size in each position, tails on every side, K = 4096 only with a small side.
+SKINNY_MAX_M = 16  # auto with config -1: the skinny kernel up to this M for fp32, and for 16-bit instead of SIMT
 SHAPES = [
     (1, 1, 1), (1, 7, 16), (7, 1, 129), (16, 16, 16), (7, 127, 128), (127, 129, 7), (128, 128, 128),
     (129, 127, 129), (1000, 7, 1000), (16, 1000, 127), (129, 1000, 4096), (4096, 16, 1000), (1, 4096, 4096),
@@ -119,6 +120,15 @@ def _check(out, a, b, mode, what):
     assert err <= TOL[mode], f"{what}: relative error {err:.3e} > {TOL[mode]:.0e}"
 
 
+def _repacked(a, b) -> bool:
+    """The call copies its operands to aligned rows first (ops/matmul_repack.py: rows off 16 bytes on a
+    product large enough to pay), so TMA takes them."""
+    from aiter_lite.ops.matmul_repack import maybe_repack_pair
+
+    ra, rb = maybe_repack_pair(a, b, 2.0 * a.shape[-2] * a.shape[-1] * b.shape[-1])
+    return ra is not a or rb is not b
+
+
 def _run(a, b, mode, variant="wgmma", config=-1, out=None, expect="wgmma"):
     """Runs aiter_lite.matmul into a poisoned out after checking which kernel the dispatch picks."""
     import aiter_lite
@@ -126,6 +136,8 @@ def _run(a, b, mode, variant="wgmma", config=-1, out=None, expect="wgmma"):
 
     if out is None:
         out = _poisoned(a, b)
+    if expect == "simt" and variant == "auto" and config == -1 and a.shape[-2] <= SKINNY_MAX_M:
+        expect = "skinny"  # few rows of A on a layout the tensor cores cannot load (test_gpu_matmul_skinny.py)
     plan = matmul_plan(a, b, out, variant=variant, config=config)
     kernel, cfg = plan.split()
     assert kernel == expect, f"expected the {expect} kernel, the dispatch plans {plan!r}"
@@ -182,6 +194,7 @@ def test_auto_on_contiguous_operands(b_layout, shape, mode, gen):
     b = _b(k, n, DTYPES[mode], gen, b_layout)
     lead_b = n if b_layout == "n" else k
     tma_ok = (k % 8 == 0 or m == 1) and (lead_b % 8 == 0 or (k if b_layout == "n" else n) == 1)
+    tma_ok = tma_ok or _repacked(a, b)
     out, plan = _run(a, b, mode, variant="auto", expect="wgmma" if tma_ok else "simt")
     _check(out, a, b, mode, f"auto {shape} {mode} B {b_layout} ({plan})")
 
@@ -491,6 +504,8 @@ def _run_tf32(a, b, variant="auto", config=-1, out=None, expect="wgmma_tf32"):
 
     if out is None:
         out = _poisoned(a, b)
+    if variant == "auto" and config == -1 and a.shape[-2] <= SKINNY_MAX_M:
+        expect = "skinny"  # few rows of fp32 A: the memory-bound kernel (test_gpu_matmul_skinny.py)
     plan = matmul_plan(a, b, out, allow_tf32=True, variant=variant, config=config)
     kernel, cfg = plan.split()
     assert kernel == expect, f"expected the {expect} kernel, the dispatch plans {plan!r}"
@@ -549,6 +564,7 @@ def test_tf32_auto_on_contiguous_operands(shape, b_layout, gen):
     a, b = _a32(m, k, gen, "n"), _b32(k, n, gen, b_layout)
     lead_b = n if b_layout == "n" else k
     tma_ok = (k % 4 == 0 or m == 1) and (lead_b % 4 == 0 or (k if b_layout == "n" else n) == 1)
+    tma_ok = tma_ok or _repacked(a, b)
     out, plan = _run_tf32(a, b, expect="wgmma_tf32" if tma_ok else "simt")
     _check_tf32(out, a, b, f"auto {shape} B {b_layout} ({plan})")
 
@@ -643,6 +659,7 @@ def test_tf32_default_config_matches_python_mirror():
     shapes = ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000),
               (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096), (1000, 1000, 1000),
               (64, 64, 64))
+    shapes = tuple(s for s in shapes if s[0] > SKINNY_MAX_M)  # fewer rows of fp32 run the skinny kernel
     for m, n, k in shapes:
         a = torch.empty(m, k, device="cuda")
         b = torch.empty(k, n, device="cuda")

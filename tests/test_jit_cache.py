@@ -99,6 +99,25 @@ def test_checksum_mismatch_is_rebuilt(tiny):
     assert result["ok"] and result["built"]
 
 
+def test_untouched_library_skips_the_checksum(tiny, monkeypatch):
+    """A warm load hashes no library that is older than its manifest; a library written after its
+    manifest (touched, replaced, corrupted) is hashed again."""
+    from aiter_lite.jit import cache as cache_mod
+
+    assert tiny.run_worker()["built"]
+    (art,) = [tiny.cache / "module_tiny" / a for a in tiny.artifacts() if a.startswith("cpu-")]
+    (lib,) = art.glob("*.so")
+    key = art.name.split("-", 1)[1]
+    hashed = []
+    real = cache_mod.sha256_file
+    monkeypatch.setattr(cache_mod, "sha256_file", lambda p: hashed.append(p) or real(p))
+    cache = cache_mod.ModuleCache(tiny.cache, "module_tiny", "cpu", key)
+    assert cache.valid_manifest() is not None and hashed == []
+    newer = (art / "manifest.json").stat().st_mtime_ns + 10**9
+    os.utime(lib, ns=(newer, newer))
+    assert cache.valid_manifest() is not None and hashed == [lib]
+
+
 @contextlib.contextmanager
 def read_only_dir(path: Path):
     """A directory nobody can write: permission bits for a normal user; root ignores those, so for

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aiter_lite.ops.matmul_repack import ALIGN_BYTES, repack, row_stride, should_repack
+from aiter_lite.ops.matmul_repack import ALIGN_BYTES, off_16_copies_pay, repack, row_stride, should_repack
 
 
 def test_row_stride_of_each_orientation():
@@ -72,3 +72,18 @@ def test_repack_of_any_line_alignment(width, offset):
     r = repack(t)
     assert torch.equal(r, t)
     assert row_stride(r) * 2 % ALIGN_BYTES == 0
+
+
+def test_operands_off_16_bytes_are_copied_together_or_not_at_all():
+    """Either operand off 16 bytes keeps the call on the SIMT kernel: the copies pay only together."""
+    a = torch.empty(128, 1025, dtype=torch.float16)    # rows of 2050 bytes
+    b = torch.empty(1025, 4095, dtype=torch.float16)   # rows of 8190 bytes
+    assert off_16_copies_pay(a, b, 2.0 * 128 * 4095 * 1025)  # the SIMT kernel would take ~40x longer
+    assert not off_16_copies_pay(a, b, 2.0 * 2 * 4095 * 1025)  # two rows: the copies cost more
+    # A vocabulary projection with 16 tokens: copying the 400 MB weight never pays.
+    w = torch.empty(4096, 50257, dtype=torch.bfloat16)
+    x = torch.empty(16, 4096, dtype=torch.bfloat16)
+    assert not off_16_copies_pay(x, w, 2.0 * 16 * 50257 * 4096)
+    assert off_16_copies_pay(torch.empty(1000, 4096, dtype=torch.bfloat16), w, 2.0 * 1000 * 50257 * 4096)
+    aligned = torch.empty(64, 64, dtype=torch.float16)
+    assert off_16_copies_pay(aligned, aligned, 1.0)  # nothing off 16 bytes: nothing to weigh

@@ -141,3 +141,58 @@ def test_hip_link_uses_gcc_openmp_and_names_the_archs(tmp_path):
     from aiter_lite.jit.toolchain import compiler_env
 
     assert compiler_env("hip") == {"HIP_PLATFORM": "amd"} and compiler_env("cuda") == {}
+
+
+class _FakeLibcuda:
+    """The four driver calls _cuda_driver_capabilities makes, for two devices: 9.0 and 8.0."""
+
+    def __init__(self, caps=((9, 0), (8, 0)), init_status=0):
+        self.caps, self.init_status = caps, init_status
+
+    def cuInit(self, flags):
+        return self.init_status
+
+    def cuDeviceGetCount(self, count):
+        count._obj.value = len(self.caps)
+        return 0
+
+    def cuDeviceGet(self, dev, i):
+        dev._obj.value = i
+        return 0
+
+    def cuDeviceGetAttribute(self, value, attr, dev):
+        value._obj.value = self.caps[dev.value][0 if attr == 75 else 1]
+        return 0
+
+
+def test_visible_cuda_archs_without_importing_torch(monkeypatch):
+    """A prebuild reads the GPUs' archs from the driver, not through `import torch`; a driver that
+    fails falls back to torch."""
+    import ctypes
+    import sys
+
+    from aiter_lite.jit import toolchain
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: _FakeLibcuda())
+    assert toolchain._cuda_driver_capabilities() == [(9, 0), (8, 0)]
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    toolchain._visible_archs.cache_clear()
+    try:
+        assert toolchain._visible_archs("cuda") == ("sm_80", "sm_90a")
+        assert "torch" not in sys.modules
+    finally:
+        toolchain._visible_archs.cache_clear()
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: _FakeLibcuda(init_status=100))  # CUDA_ERROR_NO_DEVICE
+    assert toolchain._cuda_driver_capabilities() is None
+
+
+def test_no_driver_means_no_driver_archs(monkeypatch):
+    import ctypes
+
+    from aiter_lite.jit import toolchain
+
+    def missing(name):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    assert toolchain._cuda_driver_capabilities() is None

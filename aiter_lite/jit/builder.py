@@ -70,7 +70,7 @@ def _build_locked(spec: ModuleSpec, cache: ModuleCache, env: JitEnv) -> Manifest
     jobs = default_jobs(env.max_jobs, spec.backend)
     (build_dir / "build.ninja").write_text(generate_ninja(spec, cache.library_name, cache.import_name,
                                                                 env.device_threads or device_threads(spec, jobs)))
-    progress = BuildProgress(spec.name, spec.backend, spec.archs, [str(u.source) for u in spec.units])
+    progress = BuildProgress(spec.name, spec.backend, spec.archs, [u.label for u in spec.units])
     progress.started(jobs, cache.artifact_dir)
     logger.debug("%s: building in %s", spec.name, build_dir)
     start = time.monotonic()

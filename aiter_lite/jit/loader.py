@@ -14,7 +14,6 @@ from types import ModuleType
 from typing import Callable, Optional
 
 from ..errors import BuildError
-from .builder import build
 from .cache import ModuleCache, import_name
 from .env import JitEnv, package_root, read_env
 from .key import compute_key
@@ -66,8 +65,15 @@ def build_module(name: str, backend: str, *, registry: Optional[Registry] = None
     requested_at = time.time()
     spec = make_spec(registry.get(name), backend, env, archs)
     key = compute_key(spec)
-    manifest = build(spec, key, env, requested_at=requested_at)
-    return ModuleCache(env.cache_dir, name, backend, key).artifact_dir / manifest.library
+    cache = ModuleCache(env.cache_dir, name, backend, key)
+    manifest = None if env.rebuild else cache.valid_manifest()
+    if manifest is None:
+        # Only a build (or a wait for one) needs the builder, ninja and the locks: a warm load
+        # does not import them.
+        from .builder import build
+
+        manifest = build(spec, key, env, requested_at=requested_at)
+    return cache.artifact_dir / manifest.library
 
 
 def get_module(name: str, backend: str = "cpu", *, registry: Optional[Registry] = None) -> ModuleType:

@@ -30,16 +30,22 @@ def _esc(path) -> str:
     return str(path).replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
 
 
-def object_name(index: int, source: Path) -> str:
-    return f"obj/{index:02d}_{source.name}.o"
+def object_name(index: int, source: Path, shard: int = 0, shards: int = 1) -> str:
+    return f"obj/{index:02d}_{source.name}" + (f".shard{shard}" if shards > 1 else "") + ".o"
+
+
+def _var(value: str) -> str:
+    """Escape a ninja variable value ($ is special there)."""
+    return value.replace("$", "$$")
 
 
 def device_threads(spec: ModuleSpec, jobs: int) -> int:
     """Threads each device compile may use (nvcc --split-compile and --threads).
 
     A module's cold build is bound by its longest file, while its short files finish early and leave
-    their cores idle; so each file gets about twice its share of the jobs (at most 8 threads): on 16
-    cores, 8 for each of causal conv's 3 files, 4 for each of matmul's 9 (sm_90a)."""
+    their cores idle; so each file gets about twice its share of the jobs (at most 8 threads). A
+    sharded source counts once per shard: on 16 cores, 3 threads for each of causal conv's 13 units,
+    2 for each of matmul's 24 (sm_90a)."""
     units = sum(1 for u in spec.units if u.compiler == "device")
     if not units or jobs <= 1:
         return 1
@@ -72,10 +78,10 @@ def generate_ninja(spec: ModuleSpec, library_name: str, import_name: str, thread
         f"link_flags = {_q(spec.link_flags)}",
         "",
         "rule cxx",
-        "  command = $cxx -MMD -MF $out.d $cxx_flags -c $in -o $out",
+        "  command = $cxx -MMD -MF $out.d $cxx_flags $unit_defines -c $in -o $out",
         "  depfile = $out.d",
         "  deps = gcc",
-        "  description = CXX $in",
+        "  description = CXX $label",
     ]
     if spec.device_compiler is not None:
         dep = ("--generate-dependencies-with-compile --dependency-output $out.d" if spec.backend == "cuda"
@@ -86,19 +92,22 @@ def generate_ninja(spec: ModuleSpec, library_name: str, import_name: str, thread
             f"parallel_flags = {_q(parallel_flags(spec, threads_per_device_job))}",
             "",
             "rule device",
-            f"  command = $device_cc {dep} $device_flags $parallel_flags $arch_flags -c $in -o $out",
+            f"  command = $device_cc {dep} $device_flags $parallel_flags $arch_flags $unit_defines -c $in -o $out",
             "  depfile = $out.d",
             "  deps = gcc",
-            f"  description = {spec.backend.upper()} $in",
+            f"  description = {spec.backend.upper()} $label",
         ]
     lines += ["", "rule link", "  command = $link $in $link_flags -o $out", "  description = LINK $out", ""]
     objects = []
     for i, unit in enumerate(spec.units):
-        obj = object_name(i, unit.source)
+        obj = object_name(i, unit.source, unit.shard, unit.shards)
         objects.append(obj)
         lines.append(f"build {_esc(obj)}: {unit.compiler} {_esc(unit.source)}")
+        lines.append(f"  label = {_var(unit.label)}")
         if unit.arch_flags:
             lines.append(f"  arch_flags = {_q(unit.arch_flags)}")
+        if unit.defines:
+            lines.append(f"  unit_defines = {_q(unit.defines)}")
     lines += [f"build {_esc(library_name)}: link {' '.join(map(_esc, objects))}", f"default {_esc(library_name)}", ""]
     return "\n".join(lines)
 

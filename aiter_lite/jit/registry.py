@@ -18,7 +18,8 @@ BACKENDS = ("cuda", "hip", "cpu")
 COMPILERS = ("cxx", "nvcc", "hipcc", "ld")
 _TOP_KEYS = {"schema_version", "modules"}
 _ENTRY_KEYS = {"description", "sources", "include_dirs", "defines", "flags", "archs"}
-_SOURCE_KEYS = {"path", "archs"}
+_SOURCE_KEYS = {"path", "archs", "shards"}
+MAX_SHARDS = 64
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _ARCH = re.compile(r"^(sm_\d+a?|gfx[0-9a-f]+)$")
 _DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(=.*)?$")
@@ -28,6 +29,7 @@ _DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(=.*)?$")
 class SourceFile:
     path: Path
     archs: tuple[str, ...] = ()  # empty: every target arch; else only these (e.g. ("sm_90a",))
+    shards: int = 1              # compile the file this many times, each with -DAITER_LITE_SHARD=i
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,8 @@ class ModuleEntry:
         """JSON-able form of the expanded entry (part of the cache key)."""
         return {
             "name": self.name,
-            "sources": {b: [[s.path.name, list(s.archs)] for s in srcs] for b, srcs in self.sources.items()},
+            "sources": {b: [[s.path.name, list(s.archs)] + ([s.shards] if s.shards > 1 else []) for s in srcs]
+                        for b, srcs in self.sources.items()},
             "include_dirs": [p.name for p in self.include_dirs],
             "defines": list(self.defines),
             "flags": {c: list(f) for c, f in self.flags.items()},
@@ -147,16 +150,19 @@ def _parse_entry(c: _Checker, name: str, raw) -> ModuleEntry:
             if isinstance(item, str):
                 parsed.append(SourceFile(c.existing_path(k, item, is_dir=False)))
                 continue
-            c.expect(k, item, dict, 'a path string or {"path": ..., "archs": [...]}')
+            c.expect(k, item, dict, 'a path string or {"path": ..., "archs": [...], "shards": N}')
             bad = sorted(set(item) - _SOURCE_KEYS)
             if bad or "path" not in item:
-                c.fail(k, f'expected keys {{"path", "archs"}}, got {sorted(item)}')
+                c.fail(k, f'expected keys {{"path", "archs", "shards"}}, got {sorted(item)}')
             path = c.existing_path(f"{k}.path", c.expect(f"{k}.path", item["path"], str, "a string"),
                                    is_dir=False)
             archs = c.archs(f"{k}.archs", item.get("archs", []))
             if archs and backend == "cpu":
                 c.fail(f"{k}.archs", "arch restrictions apply to cuda/hip sources only")
-            parsed.append(SourceFile(path, archs))
+            shards = c.expect(f"{k}.shards", item.get("shards", 1), int, "an integer")
+            if not 1 <= shards <= MAX_SHARDS:
+                c.fail(f"{k}.shards", f"expected 1..{MAX_SHARDS} shards, got {shards}")
+            parsed.append(SourceFile(path, archs, shards))
         sources[backend] = tuple(parsed)
     if not sources:
         c.fail("sources", "no backend listed")

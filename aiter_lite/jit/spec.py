@@ -22,6 +22,29 @@ class CompileUnit:
     source: Path
     compiler: str            # "cxx" or "device" (nvcc / hipcc)
     arch_flags: tuple[str, ...]  # -gencode / --offload-arch flags for this source
+    shard: int = 0           # which of the source's shards this unit compiles
+    shards: int = 1          # 1: the source is not sharded
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        """This unit's own -D flags: a shard compiles the items (kernels) of its share only."""
+        if self.shards == 1:
+            return ()
+        return (f"-DAITER_LITE_SHARD={self.shard}", f"-DAITER_LITE_SHARDS={self.shards}")
+
+    @property
+    def label(self) -> str:
+        """The source path, and which shard: what build progress shows."""
+        return str(self.source) + (f" (shard {self.shard + 1} of {self.shards})" if self.shards > 1 else "")
+
+
+def _sharded(source: SourceFile, compiler: str, arch_flags: tuple[str, ...]) -> list[CompileUnit]:
+    return [CompileUnit(source.path, compiler, arch_flags, i, source.shards) for i in range(source.shards)]
+
+
+def source_macro(source: SourceFile) -> str:
+    """The macro suffix of a source: causal_conv1d_update.cu -> CAUSAL_CONV1D_UPDATE."""
+    return "".join(c if c.isalnum() else "_" for c in source.path.stem).upper()
 
 
 @dataclass(frozen=True)
@@ -45,12 +68,15 @@ class ModuleSpec:
         return self.device_compiler if self.device_compiler else self.cxx
 
 
-def _defines(entry: ModuleEntry, backend: str, restricted_included: list[SourceFile]) -> list[str]:
+def _defines(entry: ModuleEntry, backend: str, restricted_included: list[SourceFile],
+             sharded_included: list[SourceFile]) -> list[str]:
     defines = [f"-D{d}" for d in entry.defines]
     defines.append(f"-DAITER_LITE_BACKEND_{backend.upper()}=1")
     for s in restricted_included:
-        stem = "".join(c if c.isalnum() else "_" for c in s.path.stem).upper()
-        defines.append(f"-DAITER_LITE_HAS_{stem}=1")
+        defines.append(f"-DAITER_LITE_HAS_{source_macro(s)}=1")
+    # Every file of the module (the dispatch above all) learns how many shards a source has.
+    for s in sharded_included:
+        defines.append(f"-DAITER_LITE_SHARDS_{source_macro(s)}={s.shards}")
     return defines
 
 
@@ -59,14 +85,14 @@ def _device_units(entry: ModuleEntry, backend: str, sources, archs, arch_flags_o
     units, restricted_included = [], []
     for s in sources:
         if s.path.suffix not in DEVICE_SUFFIXES:
-            units.append(CompileUnit(s.path, "cxx", ()))
+            units += _sharded(s, "cxx", ())
             continue
         use = tuple(a for a in archs if not s.archs or a in s.archs)
         if not use:
             continue
         if s.archs:
             restricted_included.append(s)
-        units.append(CompileUnit(s.path, "device", tuple(arch_flags_of(use))))
+        units += _sharded(s, "device", tuple(arch_flags_of(use)))
     return units, restricted_included
 
 
@@ -84,7 +110,7 @@ def make_spec(entry: ModuleEntry, backend: str, env: JitEnv, archs: Optional[tup
     includes = [f"-I{d}" for d in entry.include_dirs]
     device_compiler, device_flags = None, []
     if backend == "cpu":
-        units, restricted = [CompileUnit(s.path, "cxx", ()) for s in sources], []
+        units, restricted = [u for s in sources for u in _sharded(s, "cxx", ())], []
     elif backend == "cuda":
         device_compiler = toolchain.require(toolchain.find_nvcc(env), entry.name, "nvcc",
                                             "set CUDA_HOME to the CUDA toolkit or put nvcc on PATH")
@@ -99,7 +125,8 @@ def make_spec(entry: ModuleEntry, backend: str, env: JitEnv, archs: Optional[tup
                         "-D__HIP_PLATFORM_AMD__=1", "-DUSE_ROCM=1", *entry.flags.get("hipcc", ())]
     else:
         raise BuildError(entry.name, f"unknown backend {backend!r}")
-    defines = _defines(entry, backend, restricted)
+    built = {u.source for u in units}
+    defines = _defines(entry, backend, restricted, [s for s in sources if s.shards > 1 and s.path in built])
     cxx_flags = ["-std=c++17", "-fPIC", "-fvisibility=hidden", *entry.flags.get("cxx", ()),
                  *includes, *(f"-I{d}" for d in toolchain.python_includes()), *defines]
     if backend == "hip":

@@ -26,10 +26,11 @@ from ..jit import get_module
 from ._common import (_GPU_BACKEND, DTYPE_CODES, _current_device, _is_compiling, _profiler_enabled, _raw_stream,
                       backend_of, check_no_alias, check_same_device, check_tensor, on_device, stream_of,
                       use_direct_call)
-from .matmul_repack import maybe_repack
+from .matmul_repack import maybe_repack_pair
 
 MODULE = "module_matmul"
-VARIANTS = {"auto": 0, "naive": 1, "tiled": 2, "tensor_core": 3, "wgmma": 4}
+# "skinny": the memory-bound kernel for A with at most 16 rows (csrc/kernels/matmul_skinny.cuh), else as "auto".
+VARIANTS = {"auto": 0, "naive": 1, "tiled": 2, "tensor_core": 3, "wgmma": 4, "skinny": 5}
 # Activation codes of csrc/include/matmul_params.h (MatmulActivation). "gelu" is the exact (erf) form,
 # as in torch.nn.functional.gelu and nn.GELU(); "gelu_tanh" is F.gelu(approximate="tanh").
 ACTIVATIONS = {None: 0, "relu": 1, "gelu": 2, "gelu_erf": 2, "gelu_tanh": 3, "silu": 4}
@@ -140,7 +141,15 @@ def _needs_copy(t: torch.Tensor) -> bool:
     return t.is_cuda and t.stride(-1) != 1 and t.stride(-2) != 1 and min(t.shape[-2:]) > 1
 
 
+# Auto with at most this many rows of A runs the skinny kernel or the tensor cores on the operands as
+# they are (csrc/kernels/matmul.cu): nothing to repack.
+_SKINNY_MAX_M = 16
+
+
 def _may_use_tensor_cores(a: torch.Tensor, allow_tf32: bool, variant: int) -> bool:
+    """The call may run a tensor-core kernel whose speed depends on repacking (ops/matmul_repack.py)."""
+    if variant == 0 and a.shape[-2] <= _SKINNY_MAX_M:
+        return False
     return variant in _TENSOR_CORE_VARIANTS and (a.dtype != torch.float32 or allow_tf32)
 
 
@@ -210,7 +219,7 @@ def _kernel_operands(a, b, out, tensor_core: bool = False):
     b = b.contiguous() if _needs_copy(b) else b
     if tensor_core and a.is_cuda:
         flops = 2.0 * out.numel() * a.shape[-1]
-        a, b = maybe_repack(a, flops), maybe_repack(b, flops)
+        a, b = maybe_repack_pair(a, b, flops)
     batch = out.shape[0] if out.dim() == 3 else 1
     return _as_3d(a, batch), _as_3d(b, batch), (out.unsqueeze(0) if out.dim() == 2 else out)
 
@@ -264,7 +273,8 @@ def _fast_entry(a, b, bias, act, residual, out_dtype):
     if a.is_cuda and _may_use_tensor_cores(a, True, 0):
         # Rows a tensor-core path would repack (ops/matmul_repack.py) go the general way.
         flops = 2.0 * batch * m * n * k
-        if maybe_repack(a, flops) is not a or maybe_repack(b, flops) is not b:
+        ra, rb = maybe_repack_pair(a, b, flops)
+        if ra is not a or rb is not b:
             return None
     ints = (batch, m, n, k, a_bs, b_bs, DTYPE_CODES[a.dtype], DTYPE_CODES[out_dt],
             0 if bias is None else DTYPE_CODES[bias.dtype], act_code)

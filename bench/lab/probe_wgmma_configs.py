@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     ops_matmul = sys.modules["aiter_lite.ops.matmul"]
     modules = [m for m in args.modules.split(",") if m]
     if args.no_repack:
-        sys.modules["aiter_lite.ops.matmul"].maybe_repack = lambda t, flops: t
+        sys.modules["aiter_lite.ops.matmul"].maybe_repack_pair = lambda a, b, flops: (a, b)
     configs = [-1] + [int(c) for c in args.configs.split(",") if c]
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     dev = torch.cuda.get_device_name()

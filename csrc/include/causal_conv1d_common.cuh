@@ -10,6 +10,7 @@
 #include "causal_conv1d_params.h"
 #include "dtype_traits.cuh"
 #include "port.h"
+#include "shard.h"
 #include "vec.cuh"
 
 namespace aiter_lite {
@@ -22,6 +23,16 @@ constexpr int kMaxTemplateWidth = 4;
 #else
 constexpr int kMaxTemplateWidth = 8;
 #endif
+
+// Build-time shards (shard.h, docs/jit.md "Shards"): a conv file the registry compiles in N shards
+// compiles compile-time width w (item w - 1) in shard (w - 1) % N, and the runtime-width kernels
+// (wider filters) in shard 0. AITER_LITE_CONV_WIDTH_SWITCH applies this by itself; an unsharded file
+// is shard 0 of 1 and compiles every width.
+static_assert(AITER_LITE_SHARDS <= kMaxTemplateWidth, "a conv shard needs at least one width");
+constexpr int width_shard(int64_t width, int shards) {
+  return width >= 1 && width <= kMaxTemplateWidth ? shard_of(static_cast<int>(width) - 1, shards) : 0;
+}
+constexpr bool width_in_this_shard(int64_t width) { return width_shard(width, AITER_LITE_SHARDS) == AITER_LITE_SHARD; }
 
 // Bytes of channels per thread in the channel-last kernels. 16-byte groups held 8 fp16 channels'
 // weights and window in 124 registers (21% occupancy, 2.3-2.7 TB/s on the H100); 8-byte groups halve that.
@@ -269,25 +280,34 @@ struct FastDivmod32 {
 }  // namespace conv1d
 }  // namespace aiter_lite
 
+// One case of the width switch: a sharded file (shard.h) compiles only the widths of its shard.
+#define AITER_LITE_CONV_WIDTH_CASE(w, kWidthName, ...)                                               \
+  case w: {                                                                                        \
+    constexpr int kWidthName = w;                                                                  \
+    if constexpr (::aiter_lite::conv1d::width_in_this_shard(w)) return __VA_ARGS__();              \
+    break;                                                                                         \
+  }
+
 #ifdef AITER_LITE_CONV1D_DISABLE_WIDE_WIDTHS
 #define AITER_LITE_CONV_WIDE_CASES(kWidthName, ...)
 #else
 #define AITER_LITE_CONV_WIDE_CASES(kWidthName, ...)                                                \
-  case 5: { constexpr int kWidthName = 5; return __VA_ARGS__(); }                                  \
-  case 6: { constexpr int kWidthName = 6; return __VA_ARGS__(); }                                  \
-  case 7: { constexpr int kWidthName = 7; return __VA_ARGS__(); }                                  \
-  case 8: { constexpr int kWidthName = 8; return __VA_ARGS__(); }
+  AITER_LITE_CONV_WIDTH_CASE(5, kWidthName, __VA_ARGS__)                                           \
+  AITER_LITE_CONV_WIDTH_CASE(6, kWidthName, __VA_ARGS__)                                           \
+  AITER_LITE_CONV_WIDTH_CASE(7, kWidthName, __VA_ARGS__)                                           \
+  AITER_LITE_CONV_WIDTH_CASE(8, kWidthName, __VA_ARGS__)
 #endif
 
 // Runtime width -> `constexpr int kWidthName` in 1..kMaxTemplateWidth, then calls the lambda body.
-// Callers route wider filters elsewhere first; anything else reaching the switch throws.
+// Callers route wider filters elsewhere first; anything else reaching the switch throws (so does a
+// width of another shard, which the shard dispatch never sends: width_shard).
 #define AITER_LITE_CONV_WIDTH_SWITCH(width, kWidthName, ...)                                        \
   [&] {                                                                                           \
     switch (width) {                                                                              \
-      case 1: { constexpr int kWidthName = 1; return __VA_ARGS__(); }                              \
-      case 2: { constexpr int kWidthName = 2; return __VA_ARGS__(); }                              \
-      case 3: { constexpr int kWidthName = 3; return __VA_ARGS__(); }                              \
-      case 4: { constexpr int kWidthName = 4; return __VA_ARGS__(); }                              \
+      AITER_LITE_CONV_WIDTH_CASE(1, kWidthName, __VA_ARGS__)                                      \
+      AITER_LITE_CONV_WIDTH_CASE(2, kWidthName, __VA_ARGS__)                                      \
+      AITER_LITE_CONV_WIDTH_CASE(3, kWidthName, __VA_ARGS__)                                      \
+      AITER_LITE_CONV_WIDTH_CASE(4, kWidthName, __VA_ARGS__)                                      \
       AITER_LITE_CONV_WIDE_CASES(kWidthName, __VA_ARGS__)                                         \
       default: break;                                                                             \
     }                                                                                             \

@@ -8,7 +8,8 @@
 
 namespace aiter_lite {
 
-enum class MatmulVariant : int32_t { kAuto = 0, kNaive = 1, kTiled = 2, kTensorCore = 3, kWgmma = 4 };
+// kSkinny: the skinny kernel (matmul_skinny.cuh) where A has at most 16 rows, else as kAuto.
+enum class MatmulVariant : int32_t { kAuto = 0, kNaive = 1, kTiled = 2, kTensorCore = 3, kWgmma = 4, kSkinny = 5 };
 
 enum class MatmulActivation : int32_t { kNone = 0, kRelu = 1, kGeluErf = 2, kGeluTanh = 3, kSilu = 4 };
 

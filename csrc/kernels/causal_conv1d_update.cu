@@ -432,19 +432,26 @@ bool channel_vectors_ok(const CausalConv1dUpdateParams& p, int kV) {
 }  // namespace
 }  // namespace conv1d
 
-void causal_conv1d_update(const CausalConv1dUpdateParams& p, void* stream_ptr) {
-  using namespace conv1d;
-  if (p.width < 1) throw std::invalid_argument("aiter_lite causal_conv1d_update: width must be >= 1");
-  if (p.batch < 0 || p.dim < 0 || p.seqlen < 0)
-    throw std::invalid_argument("aiter_lite causal_conv1d_update: negative size");
-  if (p.state_len < p.width - 1)
-    throw std::invalid_argument("aiter_lite causal_conv1d_update: state_len must be >= width - 1");
-  if (!is_valid_dtype(p.x_dtype) || !is_valid_dtype(p.w_dtype))
-    throw std::invalid_argument("aiter_lite causal_conv1d_update: unsupported dtype");
-  if (p.batch == 0 || p.dim == 0 || p.seqlen == 0) return;
-  if (p.x == nullptr || p.out == nullptr || p.weight == nullptr || (p.conv_state == nullptr && p.state_len > 0))
-    throw std::invalid_argument("aiter_lite causal_conv1d_update: null tensor pointer");
+// ---------------------------------------------------------------------------------------------
+// Build-time shards (shard.h): the registry compiles this file in N shards; shard s compiles the
+// widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips the others) and shard 0 the
+// runtime-width kernels. The checks and the choice of shard are in causal_conv1d_update below
+// (shard 0's copy of the file); each shard's copy of update_shard launches its own kernels.
 
+namespace conv1d {
+
+template <int kShard, int kShards>
+void update_shard(const CausalConv1dUpdateParams& p, void* stream_ptr);
+
+#define AITER_LITE_UPDATE_SHARD_EXTERN(s) \
+  extern template void update_shard<s, AITER_LITE_SHARDS>(const CausalConv1dUpdateParams&, void*);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_UPDATE_SHARD_EXTERN)
+#undef AITER_LITE_UPDATE_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// Path selection and launch for a call whose width this shard compiles (width_shard).
+template <int kShard, int kShards>
+void update_shard(const CausalConv1dUpdateParams& p, void* stream_ptr) {
   const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
   UpdateArgs a{};
   a.x = p.x;
@@ -473,7 +480,8 @@ void causal_conv1d_update(const CausalConv1dUpdateParams& p, void* stream_ptr) {
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     if (p.width > kMaxTemplateWidth) {
       a.n_groups = p.dim;
-      return update_generic_launch<scalar_t>(a, stream);
+      if constexpr (width_in_this_shard(kMaxTemplateWidth + 1)) return update_generic_launch<scalar_t>(a, stream);
+      throw std::logic_error("aiter_lite causal_conv1d_update: runtime-width kernels are in shard 0");
     }
     constexpr int kVecV = kVecElts<scalar_t>;
     // Channel vectors pay off once there are enough of them to fill the GPU; below that (e.g. one
@@ -495,5 +503,29 @@ void causal_conv1d_update(const CausalConv1dUpdateParams& p, void* stream_ptr) {
     return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { update_launch<scalar_t, kW, 1>(a, stream); });
   });
 }
+
+template void update_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalConv1dUpdateParams&, void*);
+
+}  // namespace conv1d
+
+#if AITER_LITE_SHARD == 0
+void causal_conv1d_update(const CausalConv1dUpdateParams& p, void* stream_ptr) {
+  using namespace conv1d;
+  if (p.width < 1) throw std::invalid_argument("aiter_lite causal_conv1d_update: width must be >= 1");
+  if (p.batch < 0 || p.dim < 0 || p.seqlen < 0)
+    throw std::invalid_argument("aiter_lite causal_conv1d_update: negative size");
+  if (p.state_len < p.width - 1)
+    throw std::invalid_argument("aiter_lite causal_conv1d_update: state_len must be >= width - 1");
+  if (!is_valid_dtype(p.x_dtype) || !is_valid_dtype(p.w_dtype))
+    throw std::invalid_argument("aiter_lite causal_conv1d_update: unsupported dtype");
+  if (p.batch == 0 || p.dim == 0 || p.seqlen == 0) return;
+  if (p.x == nullptr || p.out == nullptr || p.weight == nullptr || (p.conv_state == nullptr && p.state_len > 0))
+    throw std::invalid_argument("aiter_lite causal_conv1d_update: null tensor pointer");
+
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+    conv1d::update_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, stream_ptr);
+  });
+}
+#endif  // AITER_LITE_SHARD == 0
 
 }  // namespace aiter_lite

@@ -11,7 +11,12 @@
 //                wgmma, matmul_wgmma_tf32.cuh). Needs a compute capability 9.0 device and a module
 //                built for sm_90a (else std::invalid_argument); strict fp32 is refused.
 //   kAuto        fp16/bf16, and fp32 with allow_tf32: the wgmma kernel where it is available and the
-//                layout qualifies (below), else mma.sync; strict fp32: the SIMT kernel.
+//                layout qualifies (below), else mma.sync; strict fp32: the SIMT kernel. With A of at
+//                most kSkinnyMaxM (16) rows and config -1, the skinny kernel (matmul_skinny.cuh:
+//                memory-bound, fp32 FFMA, split-K over a cluster) for fp32 (strict or tf32), and for
+//                fp16/bf16 where the plan would be the SIMT kernel (layouts the tensor cores cannot
+//                load): on aligned 16-bit layouts the wgmma kernel measured faster (docs/matmul.md).
+//   kSkinny      the skinny kernel where A has at most 16 rows (config must be -1), else as kAuto.
 //                An explicit config selects its own kernel family (a kWgmma16 or a kTensorCore16
 //                config for fp16/bf16, a kWgmmaTf32 or a kTensorCoreTf32 config for tf32).
 //
@@ -62,6 +67,9 @@
 //   matmul_tc_tf32.cu
 //   matmul_wgmma_fp16.cu  Hopper kernels (sm_90a only; present when AITER_LITE_HAS_MATMUL_WGMMA_FP16
 //   matmul_wgmma_bf16.cu  / _BF16 is defined), one dtype each: all kWgmma16 configs, both B layouts
+//   matmul_skinny_fp32.cu  skinny kernels (M <= 16), one dtype each: all row bounds and B layouts
+//   matmul_skinny_fp16.cu
+//   matmul_skinny_bf16.cu
 //   matmul_wgmma_tf32.cu  Hopper tf32 kernels (sm_90a only; AITER_LITE_HAS_MATMUL_WGMMA_TF32): all
 //                         kWgmmaTf32 configs, both B layouts
 #include <algorithm>
@@ -277,7 +285,7 @@ int resolve_config(MatmulPath path, int32_t requested, const MatmulParams& p, bo
 
 // The kernel and config that run one batch slice (normalized params).
 struct SlicePlan {
-  enum class Kernel { kNaive, kSimt, kTensorCore, kWgmma, kWgmmaTf32 } kernel;
+  enum class Kernel { kNaive, kSimt, kTensorCore, kWgmma, kWgmmaTf32, kSkinny } kernel;
   int config;  // table index; -1 for the naive kernel
   bool a_k_major, b_k_major;
 };
@@ -289,6 +297,7 @@ const char* kernel_name(SlicePlan::Kernel k) {
     case SlicePlan::Kernel::kTensorCore: return "tensor_core";
     case SlicePlan::Kernel::kWgmma: return "wgmma";
     case SlicePlan::Kernel::kWgmmaTf32: return "wgmma_tf32";
+    case SlicePlan::Kernel::kSkinny: return "skinny";
   }
   return "unknown";
 }
@@ -477,15 +486,34 @@ SlicePlan plan_wgmma_tf32(const MatmulParams& p, bool probe) {
   return plan_tensor_core(p, -1);
 }
 
+// A with at most kSkinnyMaxM rows, and the kernel left to the dispatch (auto, config -1): the skinny
+// kernel is the better choice over the SIMT kernel (matmul_skinny.cuh).
+bool skinny_preferred(const MatmulParams& s) {
+  return (s.variant == MatmulVariant::kAuto || s.variant == MatmulVariant::kSkinny) && s.config == -1 &&
+         s.m <= matmul_detail::kSkinnyMaxM;
+}
+
+// `plan`, or the skinny kernel where `plan` is the SIMT fallback of a tensor-core path (a layout the
+// tensor cores cannot load) and skinny_preferred.
+SlicePlan or_skinny(const MatmulParams& s, const SlicePlan& plan) {
+  if (plan.kernel == SlicePlan::Kernel::kSimt && skinny_preferred(s)) return {SlicePlan::Kernel::kSkinny, -1, false, false};
+  return plan;
+}
+
 // The plan of one slice; `path` from checked_path (the kernel family the call asked for).
 SlicePlan plan_slice(const MatmulParams& s, MatmulPath path, bool probe) {
   if (s.variant == MatmulVariant::kNaive) return {SlicePlan::Kernel::kNaive, -1, false, false};
+  if (s.variant == MatmulVariant::kSkinny && s.m <= matmul_detail::kSkinnyMaxM)
+    return {SlicePlan::Kernel::kSkinny, -1, false, false};
+  // Few rows of A, fp32: the product streams B once and is memory-bound, and the skinny kernel beat
+  // the SIMT and tf32 kernels there. fp16/bf16 below, where the layout rules the tensor cores out.
+  if (skinny_preferred(s) && s.dtype == DType::kFloat32) return {SlicePlan::Kernel::kSkinny, -1, false, false};
   switch (path) {
     case MatmulPath::kSimt: return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, s.config, s), false, false};
-    case MatmulPath::kWgmma16: return plan_wgmma(s, probe);
-    case MatmulPath::kWgmmaTf32: return plan_wgmma_tf32(s, probe);
+    case MatmulPath::kWgmma16: return or_skinny(s, plan_wgmma(s, probe));
+    case MatmulPath::kWgmmaTf32: return or_skinny(s, plan_wgmma_tf32(s, probe));
     case MatmulPath::kTensorCore16:
-    case MatmulPath::kTensorCoreTf32: return plan_tensor_core(s, s.config);
+    case MatmulPath::kTensorCoreTf32: return or_skinny(s, plan_tensor_core(s, s.config));
   }
   invalid("unknown path");
 }
@@ -497,6 +525,9 @@ void run_slice(const MatmulParams& s, const SlicePlan& plan, gpuStream_t stream)
       return;
     case SlicePlan::Kernel::kSimt:
       AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::simt_cuda<scalar_t>(s, plan.config, stream); });
+      return;
+    case SlicePlan::Kernel::kSkinny:
+      AITER_LITE_DISPATCH_DTYPE(s.dtype, [&] { matmul_detail::skinny_cuda<scalar_t>(s, stream); });
       return;
     case SlicePlan::Kernel::kTensorCore:
 #if defined(AITER_LITE_CUDA)
@@ -518,7 +549,7 @@ void run_slice(const MatmulParams& s, const SlicePlan& plan, gpuStream_t stream)
       if (s.dtype == DType::kBFloat16)
         launched = matmul_detail::wgmma_cuda<bfloat16_t>(s, plan.config, plan.b_k_major, stream, true);
 #endif
-      if (!launched) run_slice(s, plan_tensor_core(s, -1), stream);  // a tensor map the driver rejected
+      if (!launched) run_slice(s, or_skinny(s, plan_tensor_core(s, -1)), stream);  // a tensor map the driver rejected
       return;
     }
     case SlicePlan::Kernel::kWgmmaTf32: {
@@ -527,7 +558,7 @@ void run_slice(const MatmulParams& s, const SlicePlan& plan, gpuStream_t stream)
       if (s.dtype == DType::kFloat32)
         launched = matmul_detail::wgmma_tf32_cuda(s, plan.config, plan.b_k_major, stream, true);
 #endif
-      if (!launched) run_slice(s, plan_tensor_core(s, -1), stream);  // a tensor map the driver rejected
+      if (!launched) run_slice(s, or_skinny(s, plan_tensor_core(s, -1)), stream);  // a tensor map the driver rejected
       return;
     }
   }
@@ -566,6 +597,9 @@ MatmulPath checked_path(const MatmulParams& q) {
     case MatmulVariant::kTiled: path = MatmulPath::kSimt; break;
     case MatmulVariant::kTensorCore: path = tc_path; break;
     case MatmulVariant::kWgmma: path = wgmma_path; break;
+    case MatmulVariant::kSkinny:
+      if (q.config != -1) invalid("the skinny variant takes no config (use -1)");
+      [[fallthrough]];  // A with more rows than it takes: as auto
     case MatmulVariant::kAuto:
       if (!tensor_cores) {
         path = MatmulPath::kSimt;

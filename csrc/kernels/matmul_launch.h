@@ -13,11 +13,13 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "matmul_configs.h"
 #include "matmul_params.h"
 #include "per_device.h"
 #include "port.h"
+#include "shard.h"
 
 namespace aiter_lite {
 namespace matmul_detail {
@@ -105,16 +107,100 @@ extern template void simt_cuda<float>(const MatmulParams&, int, gpuStream_t);   
 extern template void simt_cuda<half_t>(const MatmulParams&, int, gpuStream_t);      // matmul_simt.cu
 extern template void simt_cuda<bfloat16_t>(const MatmulParams&, int, gpuStream_t);  // matmul_simt.cu
 
+// ---- skinny kernel (matmul_skinny.cuh): A with at most kSkinnyMaxM rows ----------------------------
+// Memory-bound products: every dtype, every layout (16-byte vector loads where B's layout allows them,
+// element loads otherwise), split-K over a thread block cluster on sm_90. matmul_skinny_*.cu.
+inline constexpr int64_t kSkinnyMaxM = 16;
+
+// How the skinny kernel streams B (strides normalized, see matmul.cu): along N where b's rows are
+// contiguous (b_col_stride == 1), else along K where w.t() is (b_row_stride == 1); "Vec" where the
+// pointer, the other stride and the batch stride allow 16-byte loads.
+enum class SkinnyBLayout { kNVec, kNAny, kKVec, kKAny };
+
+inline SkinnyBLayout skinny_b_layout(const MatmulParams& p, int64_t elem_bytes) {
+  const int64_t vec = 16 / elem_bytes;
+  const bool batch_ok = p.b_batch_stride % vec == 0 && aligned(p.b, 16);
+  if (p.b_col_stride == 1)
+    return batch_ok && p.b_row_stride % vec == 0 ? SkinnyBLayout::kNVec : SkinnyBLayout::kNAny;
+  if (p.b_row_stride == 1)
+    return batch_ok && p.b_col_stride % vec == 0 ? SkinnyBLayout::kKVec : SkinnyBLayout::kKAny;
+  return p.n == 1 ? SkinnyBLayout::kKAny : SkinnyBLayout::kNAny;
+}
+
+// A's rows K-contiguous and 16-byte aligned: the kernel stages them with vector loads.
+inline bool skinny_x_vec(const MatmulParams& p, int64_t elem_bytes) {
+  const int64_t vec = 16 / elem_bytes;
+  return p.a_col_stride == 1 && aligned(p.a, 16) && p.a_row_stride % vec == 0 && p.a_batch_stride % vec == 0;
+}
+
+template <typename T>
+void skinny_cuda(const MatmulParams& p, gpuStream_t stream);
+
+extern template void skinny_cuda<float>(const MatmulParams&, gpuStream_t);       // matmul_skinny_fp32.cu
+extern template void skinny_cuda<half_t>(const MatmulParams&, gpuStream_t);      // matmul_skinny_fp16.cu
+extern template void skinny_cuda<bfloat16_t>(const MatmulParams&, gpuStream_t);  // matmul_skinny_bf16.cu
+
 #if defined(AITER_LITE_CUDA)
+// ---- build-time shards (shard.h): which file compiles which tensor-core / wgmma kernel -------------
+// The tc and wgmma files are compiled in several shards each (jit_config.json, "shards"). A kernel
+// is an item: (ordinal of its config among its path's configs, operand orientations); item i is
+// compiled by shard i % N of its file. The dispatchers below pick the shard; each file instantiates
+// its *_shard_cuda launcher for its own shard (matmul_launch_impl.h, matmul_wgmma.cuh).
+#ifndef AITER_LITE_SHARDS_MATMUL_TC_FP16
+#define AITER_LITE_SHARDS_MATMUL_TC_FP16 1
+#endif
+#ifndef AITER_LITE_SHARDS_MATMUL_TC_BF16
+#define AITER_LITE_SHARDS_MATMUL_TC_BF16 1
+#endif
+#ifndef AITER_LITE_SHARDS_MATMUL_TC_TF32
+#define AITER_LITE_SHARDS_MATMUL_TC_TF32 1
+#endif
+#ifndef AITER_LITE_SHARDS_MATMUL_WGMMA_FP16
+#define AITER_LITE_SHARDS_MATMUL_WGMMA_FP16 1
+#endif
+#ifndef AITER_LITE_SHARDS_MATMUL_WGMMA_BF16
+#define AITER_LITE_SHARDS_MATMUL_WGMMA_BF16 1
+#endif
+
+// Configs of the same path before `config` in the table (its ordinal within the path).
+constexpr int config_ordinal(int config) {
+  int ordinal = 0;
+  for (int i = 0; i < config && i < kMatmulNumConfigs; ++i) ordinal += kMatmulConfigs[i].path == kMatmulConfigs[config].path;
+  return ordinal;
+}
+constexpr int tc_item(int config, bool a_k_major, bool b_k_major) {
+  return config_ordinal(config) * 4 + a_k_major * 2 + b_k_major;
+}
+constexpr int wgmma_item(int config, bool b_k_major) { return config_ordinal(config) * 2 + b_k_major; }
+
+template <typename T>
+constexpr int tc_shards() {
+  return std::is_same<T, half_t>::value       ? AITER_LITE_SHARDS_MATMUL_TC_FP16
+         : std::is_same<T, bfloat16_t>::value ? AITER_LITE_SHARDS_MATMUL_TC_BF16
+                                              : AITER_LITE_SHARDS_MATMUL_TC_TF32;
+}
+template <typename T>
+constexpr int wgmma_shards() {
+  return std::is_same<T, half_t>::value ? AITER_LITE_SHARDS_MATMUL_WGMMA_FP16 : AITER_LITE_SHARDS_MATMUL_WGMMA_BF16;
+}
+
+// Tensor-core kernels of shard kShard of kShards (T = float: tf32, kTensorCoreTf32 configs;
+// fp16/bf16: kTensorCore16 configs). Instantiated in matmul_tc_fp16.cu / _bf16.cu / _tf32.cu, one
+// shard per compile; the (config, orientation) must be one of the shard's items.
+template <typename T, int kShard, int kShards>
+void tc_shard_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream);
+
 // Tensor-core kernel with the table's config `config` (T = float: tf32, a kTensorCoreTf32 config;
 // fp16/bf16: a kTensorCore16 config). a_k_major / b_k_major: the operand orientations that
 // tc_orientation (matmul.cu) found; the layout must be one the tensor-core kernel takes.
 template <typename T>
-void tc_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream);
-
-extern template void tc_cuda<half_t>(const MatmulParams&, int, bool, bool, gpuStream_t);      // matmul_tc_fp16.cu
-extern template void tc_cuda<bfloat16_t>(const MatmulParams&, int, bool, bool, gpuStream_t);  // matmul_tc_bf16.cu
-extern template void tc_cuda<float>(const MatmulParams&, int, bool, bool, gpuStream_t);       // matmul_tc_tf32.cu
+void tc_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream) {
+  if (config < 0 || config >= kMatmulNumConfigs) invalid("no tensor-core kernel for config " + std::to_string(config));
+  constexpr int kShards = tc_shards<T>();
+  with_shard<kShards>(shard_of(tc_item(config, a_k_major, b_k_major), kShards), [&](auto shard) {
+    tc_shard_cuda<T, decltype(shard)::value, kShards>(p, config, a_k_major, b_k_major, stream);
+  });
+}
 #endif
 
 // ---- Hopper path (wgmma + TMA): which layouts it takes ---------------------------------------------
@@ -154,15 +240,17 @@ inline WgmmaBLayout wgmma_b_layout(const MatmulParams& p, int64_t vec = 8) {
 // device). The layout must pass wgmma_a_ok and wgmma_b_layout (b_k_major: kKMajor). Builds the two
 // tensor maps and, if `launch`, launches; returns false, launching nothing, when the driver rejects
 // a tensor map or the grid would be too large (the caller then runs the mma.sync kernel).
-template <typename T>
-bool wgmma_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch);
+template <typename T, int kShard, int kShards>
+bool wgmma_shard_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch);
 
-#if defined(AITER_LITE_HAS_MATMUL_WGMMA_FP16)
-extern template bool wgmma_cuda<half_t>(const MatmulParams&, int, bool, gpuStream_t, bool);  // matmul_wgmma_fp16.cu
-#endif
-#if defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16)
-extern template bool wgmma_cuda<bfloat16_t>(const MatmulParams&, int, bool, gpuStream_t, bool);  // matmul_wgmma_bf16.cu
-#endif
+template <typename T>
+bool wgmma_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch) {
+  if (config < 0 || config >= kMatmulNumConfigs) invalid("no wgmma kernel for config " + std::to_string(config));
+  constexpr int kShards = wgmma_shards<T>();
+  return with_shard<kShards>(shard_of(wgmma_item(config, b_k_major), kShards), [&](auto shard) {
+    return wgmma_shard_cuda<T, decltype(shard)::value, kShards>(p, config, b_k_major, stream, launch);
+  });
+}
 
 // Hopper tf32 kernel (fp32 inputs, allow_tf32) with the table's config `config` (a kWgmmaTf32
 // config). Defined in matmul_wgmma_tf32.cuh, compiled in matmul_wgmma_tf32.cu for sm_90a only (the

@@ -1,7 +1,8 @@
 // Definitions of the matmul launchers declared in matmul_launch.h: runtime config -> compile-time
 // kernel traits, kernel arguments, grid, shared-memory opt-in, launch. Included only by the files
 // that instantiate kernels (matmul_naive.cu, matmul_simt.cu, matmul_tc_*.cu), each of which
-// explicitly instantiates its share of the launchers; never by matmul.cu (the dispatch).
+// explicitly instantiates its share of the launchers (a tc file: its shard's, shard.h); never by
+// matmul.cu (the dispatch).
 #pragma once
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "matmul_simt.cuh"
 #include "matmul_tc.cuh"
 #include "port.h"
+#include "shard.h"
 
 namespace aiter_lite {
 namespace matmul_detail {
@@ -188,14 +190,22 @@ void tc_launch(const MatmulParams& p, gpuStream_t stream) {
   }
 }
 
-// T: float means tf32. Orientations come from tc_orientation (both supported here).
-template <typename T>
-void tc_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream) {
+// T: float means tf32. Orientations come from tc_orientation (both supported here). Compiles the
+// kernels of this shard's items only (matmul_launch.h, tc_item); the dispatch (tc_cuda) never asks
+// for another's.
+template <typename T, int kShard, int kShards>
+void tc_shard_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream) {
   constexpr MatmulPath kPath = std::is_same<T, float>::value ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16;
   with_config<kPath>(config, [&](auto index) {
+    constexpr int kConfig = decltype(index)::value;
     with_bool(a_k_major, [&](auto a_k) {
+      constexpr bool kAKMajor = decltype(a_k)::value;
       with_bool(b_k_major, [&](auto b_k) {
-        tc_launch<TcMatmulTraits<T, decltype(index)::value, decltype(a_k)::value, decltype(b_k)::value>>(p, stream);
+        constexpr bool kBKMajor = decltype(b_k)::value;
+        if constexpr (in_shard(tc_item(kConfig, kAKMajor, kBKMajor), kShard, kShards))
+          tc_launch<TcMatmulTraits<T, kConfig, kAKMajor, kBKMajor>>(p, stream);
+        else
+          invalid("tensor-core config " + std::to_string(config) + " asked of the wrong shard");
       });
     });
   });

@@ -1,6 +1,7 @@
-// Tensor-core (mma.sync) matmul kernels for bf16: every kTensorCore16 config of the table, all four operand
-// orientations. CUDA only (on HIP this file is empty and the dispatch never calls it). The dispatch is
-// in matmul.cu; see matmul_launch.h for why the kernels are spread over several files.
+// Tensor-core (mma.sync) matmul kernels for bf16: the kTensorCore16 configs of the table, all four
+// operand orientations: the share of the shard being compiled (shard.h; jit_config.json). CUDA only
+// (on HIP this file is empty and the dispatch never calls it). The dispatch is in matmul_launch.h
+// (tc_cuda) and matmul.cu; see matmul_launch.h for why the kernels are spread over several files.
 #include "matmul_launch_impl.h"
 
 #if defined(AITER_LITE_CUDA)
@@ -8,7 +9,9 @@
 namespace aiter_lite {
 namespace matmul_detail {
 
-template void tc_cuda<bfloat16_t>(const MatmulParams&, int, bool, bool, gpuStream_t);
+static_assert(AITER_LITE_SHARDS == AITER_LITE_SHARDS_MATMUL_TC_BF16, "shards of this file: see shard.h");
+template void tc_shard_cuda<bfloat16_t, AITER_LITE_SHARD, AITER_LITE_SHARDS>(
+    const MatmulParams&, int, bool, bool, gpuStream_t);
 
 }  // namespace matmul_detail
 }  // namespace aiter_lite

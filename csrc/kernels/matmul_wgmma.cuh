@@ -915,12 +915,19 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   return true;
 }
 
-template <typename T>
-bool wgmma_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch) {
+// The kernels of this shard's items only (matmul_launch.h, wgmma_item); the dispatch (wgmma_cuda)
+// never asks for another's.
+template <typename T, int kShard, int kShards>
+bool wgmma_shard_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch) {
   bool done = false;
   with_config<MatmulPath::kWgmma16>(config, [&](auto index) {
+    constexpr int kConfig = decltype(index)::value;
     with_bool(b_k_major, [&](auto b_k) {
-      done = wgmma_launch<WgmmaMatmulTraits<T, decltype(index)::value, decltype(b_k)::value>>(p, stream, launch);
+      constexpr bool kBKMajor = decltype(b_k)::value;
+      if constexpr (in_shard(wgmma_item(kConfig, kBKMajor), kShard, kShards))
+        done = wgmma_launch<WgmmaMatmulTraits<T, kConfig, kBKMajor>>(p, stream, launch);
+      else
+        invalid("wgmma config " + std::to_string(config) + " asked of the wrong shard");
     });
   });
   return done;

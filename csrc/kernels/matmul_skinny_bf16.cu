@@ -1,0 +1,11 @@
+// Skinny matmul kernels (M <= 16, matmul_skinny.cuh) for bf16: every row bound and B layout. CUDA and
+// HIP. The dispatch is in matmul.cu; see matmul_launch.h for why the kernels are spread over several files.
+#include "matmul_skinny.cuh"
+
+namespace aiter_lite {
+namespace matmul_detail {
+
+template void skinny_cuda<bfloat16_t>(const MatmulParams&, gpuStream_t);
+
+}  // namespace matmul_detail
+}  // namespace aiter_lite
