@@ -104,6 +104,91 @@ def check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has):
     torch.testing.assert_close(pool.cpu(), ref_pool, rtol=0, atol=0)
 
 
+def _seq_idx_with_padding(batch, seqlen, runs, generator):
+    """packed_seq_idx with a leading run of padding tokens (-1) in every row long enough."""
+    seq_idx = packed_seq_idx(batch, seqlen, DEV, segments=runs, generator=generator)
+    if seqlen > 4:
+        seq_idx[:, :seqlen // 5 + 1] = -1
+    return seq_idx
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", range(1, 9))
+def test_dense_kernel_states_and_seq_idx(dtype, width):
+    """Dense [B, D, L] calls with features take the dense feature kernel (flat 16-byte vectors, masked
+    per-element path at sequence starts, row ends and seq_idx changes; final states fused): odd lengths,
+    lengths below the width, rows ending inside a vector, single-token runs, padding tokens, many tiles."""
+    gen = torch.Generator().manual_seed(width)
+    torch.manual_seed(width)
+    for batch, dim, seqlen in [(3, 7, 1), (3, 7, 2), (3, 7, 3), (2, 5, 9), (2, 67, 129), (2, 40, 1000),
+                               (1, 3, 4099), (2, 24, 2048)]:
+        x = make_x(batch, dim, seqlen, dtype, DEV, "contiguous")
+        weight, bias = random_normal((dim, width), dtype, DEV), random_normal((dim,), dtype, DEV)
+        init = make_states(batch, dim, width, dtype, DEV, "contiguous")
+        check_forward(x, weight, bias, "silu", initial_states=init, final_states=False)
+        check_forward(x, weight, bias, "silu", initial_states=init, final_states=True)
+        check_forward(x, weight, bias, None, final_states=True)
+        runs = 7 if seqlen > 7 else 2
+        check_forward(x, weight, bias, "silu", seq_idx=packed_seq_idx(batch, seqlen, DEV, runs, gen),
+                      final_states=False)
+        check_forward(x, weight, bias, "silu", seq_idx=packed_seq_idx(batch, seqlen, DEV, runs, gen),
+                      initial_states=init, final_states=True)
+        check_forward(x, weight, None, "silu", seq_idx=_seq_idx_with_padding(batch, seqlen, runs, gen),
+                      initial_states=init, final_states=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dense_kernel_outputs_all_written(dtype):
+    """Every output of the dense feature kernel is written: the op's output reuses a freed NaN block."""
+    x = make_x(2, 33, 777, dtype, DEV, "contiguous")
+    weight, bias = random_normal((33, 4), dtype, DEV), random_normal((33,), dtype, DEV)
+    init = make_states(2, 33, 4, dtype, DEV, "contiguous")
+    seq_idx = packed_seq_idx(2, 777, DEV, 5)
+    for kwargs in ({"initial_states": init}, {"seq_idx": seq_idx}):
+        poison = torch.full_like(x, float("nan"))
+        del poison
+        out = aiter_lite.causal_conv1d(x, weight, bias, "silu", **kwargs)
+        assert not out.isnan().any()
+        assert rel_error(out, causal_conv1d_ref(x, weight, bias, "silu", **kwargs)) <= TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("width", [2, 4, 7])
+def test_dense_kernel_final_states_in_place(width):
+    """final_states_out is initial_states (a state updated in place): the final states come from a second
+    launch after every read of the initial ones, and equal the reference computed from the old states."""
+    x = make_x(3, 19, 130, torch.float16, DEV, "contiguous")
+    weight, bias = random_normal((19, width), torch.float16, DEV), random_normal((19,), torch.float16, DEV)
+    for seq_idx in (None, packed_seq_idx(3, 130, DEV, 3)):
+        init = make_states(3, 19, width, torch.float16, DEV, "contiguous")
+        ref_out, ref_fin = causal_conv1d_ref(x, weight, bias, "silu", initial_states=init.clone(),
+                                             return_final_states=True, seq_idx=seq_idx)
+        out, fin = aiter_lite.causal_conv1d(x, weight, bias, "silu", initial_states=init, return_final_states=True,
+                                            final_states_out=init, seq_idx=seq_idx)
+        assert fin is init
+        assert rel_error(out, ref_out) <= TOLERANCE[torch.float16]
+        torch.testing.assert_close(fin.double(), ref_fin, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", [2, 3, 4, 5, 8])
+def test_dense_kernel_prefill(dtype, width):
+    """Serving prefill with x [dim, tokens] contiguous (the dense kernel in varlen mode): sequences of length
+    0, 1, below the width and spanning many tiles, padded slots, a pool with state_len > width-1."""
+    gen = torch.Generator().manual_seed(width)
+    lengths = [0, 1, 2, 1, 3000, 5, 0, 1500, 7, 1, 2200, 64]
+    dim, total = 40, sum(lengths)
+    x = random_normal((dim, total), dtype, DEV)
+    qsl = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device=DEV)
+    weight, bias = random_normal((dim, width), dtype, DEV), random_normal((dim,), dtype, DEV)
+    for state_len in (width - 1, width + 2):
+        pool = random_normal((20, dim, state_len), dtype, DEV)
+        idx = torch.randperm(20, generator=gen)[:len(lengths)].to(torch.int32).to(DEV)
+        idx[3] = -1
+        idx[7] = -1
+        has = (torch.rand(len(lengths), generator=gen) < 0.5).to(DEV)
+        check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has)
+
+
 def test_gpu_matches_cpu_kernels_on_prefill():
     x = make_x(1, 64, 300, torch.float32, DEV, "contiguous")[0]
     weight = random_normal((64, 4), torch.float32, DEV)
@@ -166,3 +251,4 @@ def test_states_on_plain_kernels(dtype, layout, width):
             if head > 0:
                 assert rel_error(out[..., :head], ref[..., :head]) <= tol
         check_forward(x, weight, None, None, final_states=True)  # final states alone
+

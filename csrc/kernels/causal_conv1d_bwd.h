@@ -83,6 +83,7 @@ __device__ __forceinline__ float load_state(const void* ptr, int64_t b, int64_t 
 // Workspace partial rows each path writes (0: the path writes dweight/dbias itself).
 struct BwdRowsPlan {
   int vecs_per_lane = 0;  // 0: the rows kernel does not take this call; else 1 or 2
+  bool shifted = false;   // rows off the 16-byte grid (odd L): masked vectors of the flat array
   int64_t partial_rows = 0;
 };
 BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p);
@@ -90,7 +91,8 @@ void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const
                   const BwdPartials& partials, gpuStream_t stream);
 
 struct BwdChannelLastPlan {
-  int vec = 0;  // channels per thread: kChannelLastVecElts of the dtype, or 1
+  int vec = 0;          // channels per thread: a 4-byte group (2 or 1), or 1
+  bool staged = false;  // the cp.async ring kernel (16-byte aligned rows of channels), else direct loads
   int64_t chunk_len = 0, n_chunks = 0;
   int64_t partial_rows = 0;
 };

@@ -1,5 +1,11 @@
-// Causal depthwise conv1d backward, "rows" kernel: dense [B, D, L] x, dout and dx whose rows start on a
-// 16-byte boundary (L a multiple of the elements in 16 bytes), no seq_idx. CUDA and HIP.
+// Causal depthwise conv1d backward, "rows" kernel: dense [B, D, L] x, dout and dx, 16-byte aligned, no
+// seq_idx. CUDA and HIP.
+//
+// Aligned rows (L a multiple of the elements in 16 bytes): vectors are counted from the row start.
+// Shifted rows (any other L, kShifted): the tensor is one flat array of 16-byte vectors and a row's tile
+// covers the vectors that hold its positions -(W-1) .. L-1 (from 0 without dinit); elements of the
+// neighbouring rows in those vectors are masked (x: initial states or zeros, dpre: zero) and dx/dinit
+// are stored element by element in a vector that holds a row boundary. 16-byte loads for odd L.
 //
 // A warp tile is kTileVecs consecutive 16-byte vectors of one row (lane l: vectors l, l + 32, ...),
 // as in the forward's rows kernel. Per tile:
@@ -13,6 +19,7 @@
 //      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
 #include <cstdint>
+#include <type_traits>
 
 #include "causal_conv1d_bwd.h"
 #include "causal_conv1d_common.cuh"
@@ -32,17 +39,28 @@ constexpr int kRowsLargeVecs = AITER_LITE_BWD_ROWS_VECS;
 #else
 constexpr int kRowsLargeVecs = 2;
 #endif
+// Shifted rows take kRowsLargeVecs on large problems too, unless AITER_LITE_BWD_ROWS_SHIFTED_ONE_VEC (A/B).
+#ifdef AITER_LITE_BWD_ROWS_SHIFTED_ONE_VEC
+constexpr bool kShiftedLargeVecs = false;
+#else
+constexpr bool kShiftedLargeVecs = true;
+#endif
 
-template <typename T_, int kWidth_, int kVecs_>
+template <typename T_, int kWidth_, int kVecs_, bool kShifted_>
 struct BwdRowsTraits {
   using T = T_;
+  static constexpr bool kShifted = kShifted_;
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
   static constexpr int kThreads = 128;
   // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for wider filters so that their windows do
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
-  static constexpr int kMinBlocks = kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5));
+  // Shifted rows hold their masks too: 7 blocks at W <= 4 (5 with 2 vectors per lane; ptxas 13.0 spilled
+  // 16-80 bytes at the aligned bounds, 16 at 6 blocks).
+  static constexpr int kMinBlocks =
+      kShifted_ ? (kVecs_ >= 2 ? (kWidth_ <= 6 ? 5 : 4) : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
+                : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
   static constexpr int kVecs = kVecs_;
@@ -66,7 +84,9 @@ struct BwdRowsArgs {
   BwdStateArgs st;
   BwdPartials partials;
   int64_t seqlen;
-  int32_t row_vecs;         // L / kNElts
+  int32_t row_vecs;         // aligned: L / kNElts
+  int32_t lead;             // shifted: positions before 0 a tile covers (W - 1 with dinit, else 0)
+  int64_t n_elts;           // shifted: B * D * L, the flat array's length
   uint32_t n_tiles;         // rows * tiles_per_row < 2^31
   uint32_t tiles_per_row;
   FastDivmod32 div_tiles_per_row, div_dim;
@@ -104,11 +124,73 @@ __device__ __forceinline__ void dpre_of_vector(float (&dp)[Ktraits::kNElts],
   }
 }
 
+// Shifted rows: vector v of the flat array, zeros outside it (the array's last, partial vector element by
+// element). Aligned rows: vector v of the row, zeros past its end.
+template <typename Ktraits>
+__device__ __forceinline__ void load_vector(typename Ktraits::vec_t& out, const typename Ktraits::T* base, int64_t v,
+                                            const BwdRowsArgs& a) {
+  constexpr int kNElts = Ktraits::kNElts;
+  if constexpr (Ktraits::kShifted) {
+    const int64_t e = v * kNElts;
+    if (v >= 0 && e + kNElts <= a.n_elts) {
+      out.load(base + e);
+    } else {
+      out.set_zero();
+      if (v >= 0) {
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i)
+          if (e + i < a.n_elts) out.elt[i] = base[e + i];
+      }
+    }
+  } else {
+    if (v < a.row_vecs) out.load(base + v * kNElts);
+    else out.set_zero();
+  }
+}
+
+// 32-bit word wi of the row (aligned) or of the flat array (shifted); 0 where it is not wholly inside.
+template <typename Ktraits>
+__device__ __forceinline__ uint32_t load_word(const uint32_t* words, int64_t wi, const BwdRowsArgs& a) {
+  if constexpr (Ktraits::kShifted) return wi >= 0 && (wi + 1) * Ktraits::kEltsPerWord <= a.n_elts ? words[wi] : 0u;
+  else return wi >= 0 ? words[wi] : 0u;
+}
+
+// Shifted rows: the window xs of the vector whose first element is at position e of row (b, d), with the
+// positions outside the row replaced (before 0: initial states or zeros; past L: zeros, so that a
+// neighbouring row's values never reach the sums, not even as inf * 0).
+template <typename Ktraits>
+__device__ __forceinline__ void mask_window(float (&xs)[Ktraits::kHalo + Ktraits::kNElts], int64_t e, int64_t b,
+                                            int64_t d, const BwdRowsArgs& a) {
+  using T = typename Ktraits::T;
+  constexpr int kHalo = Ktraits::kHalo;
+#pragma unroll
+  for (int m = 0; m < kHalo + Ktraits::kNElts; ++m) {
+    const int64_t t = e - kHalo + m;
+    if (t < 0) {
+      xs[m] = 0.f;
+      if (t >= -kHalo && a.st.init != nullptr)
+        xs[m] = load_state<T>(a.st.init, b, d, t + kHalo, a.st.init_batch_stride, a.st.init_dim_stride,
+                              a.st.init_seq_stride);
+    } else if (t >= a.seqlen) {
+      xs[m] = 0.f;
+    }
+  }
+}
+
+// Shifted rows: dpre is zero at the positions outside [0, L).
+template <typename Ktraits>
+__device__ __forceinline__ void mask_dpre(float (&dp)[Ktraits::kNElts], int64_t e, int64_t L) {
+#pragma unroll
+  for (int i = 0; i < Ktraits::kNElts; ++i)
+    if (e + i < 0 || e + i >= L) dp[i] = 0.f;
+}
+
 template <typename Ktraits>
 __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     causal_conv1d_bwd_rows_kernel(const BwdRowsArgs a) {
   using T = typename Ktraits::T;
   using vec_t = typename Ktraits::vec_t;
+  constexpr bool kShifted = Ktraits::kShifted;
   constexpr int kW = Ktraits::kWidth;
   constexpr int kHalo = Ktraits::kHalo;
   constexpr int kHaloAlloc = Ktraits::kHaloAlloc;
@@ -127,50 +209,56 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     uint32_t d;
     const uint32_t b = a.div_dim.divmod(d, row);
     const int64_t row_off = static_cast<int64_t>(row) * L;
-    const T* __restrict__ xr = static_cast<const T*>(a.x) + row_off;
-    const T* __restrict__ gr = static_cast<const T*>(a.dout) + row_off;
+    // Vector v of this lane starts at base + v * kNElts, which is position v * kNElts - shift of the row
+    // (64-bit vector indices only for the flat array of shifted rows).
+    using vidx_t = std::conditional_t<kShifted, int64_t, int>;
+    vidx_t v0;
+    int64_t shift;
+    if constexpr (kShifted) {
+      const int64_t lo = row_off - a.lead;  // flat index of the row's first covered position
+      const int64_t first = lo >= 0 ? lo / kNElts : -((-lo + kNElts - 1) / kNElts);
+      v0 = first + static_cast<int64_t>(seg) * Ktraits::kTileVecs + lane;
+      shift = row_off;
+    } else {
+      v0 = static_cast<int>(seg) * Ktraits::kTileVecs + lane;
+      shift = 0;
+    }
+    const int64_t base_off = kShifted ? 0 : row_off;
+    const T* __restrict__ xr = static_cast<const T*>(a.x) + base_off;
+    const T* __restrict__ gr = static_cast<const T*>(a.dout) + base_off;
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
-    const int v0 = static_cast<int>(seg) * Ktraits::kTileVecs + lane;
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const int v = v0 + k * kWarpSize;
-      if (v < a.row_vecs) {
-        xv[k].load(xr + static_cast<int64_t>(v) * kNElts);
-        gv[k].load(gr + static_cast<int64_t>(v) * kNElts);
-      } else {
-        xv[k].set_zero();
-        gv[k].set_zero();
-      }
+      load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
+      load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
     }
     uint32_t first_halo[kHaloWordsAlloc];
 #pragma unroll
-    for (int h = 1; h <= kHaloWords; ++h) {
-      const int wi = v0 * 4 - h;
-      first_halo[h - 1] = (lane < (h + 3) / 4 && wi >= 0) ? xr_words[wi] : 0u;
-    }
+    for (int h = 1; h <= kHaloWords; ++h)
+      first_halo[h - 1] = lane < (h + 3) / 4 ? load_word<Ktraits>(xr_words, v0 * 4 - h, a) : 0u;
     // The vector after the tile (lanes < kAheadLanes) and its halo words.
-    const int v_next = v0 + kVecs * kWarpSize;
-    const bool has_next = lane < Ktraits::kAheadLanes && v_next < a.row_vecs;
+    const vidx_t v_next = v0 + kVecs * kWarpSize;
+    const bool has_next = lane < Ktraits::kAheadLanes && (kShifted || v_next < a.row_vecs);
     vec_t xn, gn;
     uint32_t next_halo[kHaloWordsAlloc];
     if (has_next) {
-      xn.load(xr + static_cast<int64_t>(v_next) * kNElts);
-      gn.load(gr + static_cast<int64_t>(v_next) * kNElts);
+      load_vector<Ktraits>(xn, xr, v_next, a);
+      load_vector<Ktraits>(gn, gr, v_next, a);
 #pragma unroll
-      for (int h = 1; h <= kHaloWords; ++h) next_halo[kHaloWords - h] = xr_words[v_next * 4 - h];
+      for (int h = 1; h <= kHaloWords; ++h) next_halo[kHaloWords - h] = load_word<Ktraits>(xr_words, v_next * 4 - h, a);
     } else {
       xn.set_zero();
       gn.set_zero();
 #pragma unroll
       for (int h = 0; h < kHaloWordsAlloc; ++h) next_halo[h] = 0u;
     }
-    // Initial states: x at the negative positions of the halo of the row's first vectors (lane 0, and the
-    // next lanes too when the halo is longer than a vector: fp32 with W >= 6).
-    const int64_t e0 = static_cast<int64_t>(v0) * kNElts;
-    const bool near_start = e0 < kHalo;
+    // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
+    // (lane 0, and the next lanes too when the halo is longer than a vector: fp32 with W >= 6).
+    const int64_t e0 = static_cast<int64_t>(v0) * kNElts - shift;
+    const bool near_start = !kShifted && e0 < kHalo;
     float init_x[kHaloAlloc];
 #pragma unroll
     for (int i = 0; i < kHaloAlloc; ++i) init_x[i] = 0.f;
@@ -205,12 +293,15 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
       float xs[kHalo + kNElts];
       window_from_words<Ktraits>(xs, halo_words, xv[k]);
+      const int64_t e = e0 + int64_t{k} * kWarpSize * kNElts;
+      if constexpr (kShifted) mask_window<Ktraits>(xs, e, b, d, a);
       if (k == 0 && near_start) {
 #pragma unroll
         for (int i = 0; i < kHalo; ++i)
           if (e0 + i < kHalo) xs[i] = init_x[i];
       }
       dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
+      if constexpr (kShifted) mask_dpre<Ktraits>(dp[k], e, L);
 #pragma unroll
       for (int i = 0; i < kNElts; ++i) {
 #pragma unroll
@@ -224,7 +315,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     if (kNextElts > 0) {
       float xs[kHalo + kNElts];
       window_from_words<Ktraits>(xs, next_halo, xn);
+      const int64_t e = static_cast<int64_t>(v_next) * kNElts - shift;
+      if constexpr (kShifted) mask_window<Ktraits>(xs, e, b, d, a);
       dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
+      if constexpr (kShifted) mask_dpre<Ktraits>(dp_next, e, L);
       if (!has_next) {
 #pragma unroll
         for (int i = 0; i < kNElts; ++i) dp_next[i] = 0.f;
@@ -238,7 +332,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       const int q = 1 + m / kNElts;
       prev_ahead[m] = __uint_as_float(warp_shfl(__float_as_uint(dp_next[m % kNElts]), (lane + q) & (kWarpSize - 1)));
     }
-    T* __restrict__ dxr = a.dx != nullptr ? static_cast<T*>(a.dx) + row_off : nullptr;
+    T* __restrict__ dxr = a.dx != nullptr ? static_cast<T*>(a.dx) + base_off : nullptr;
 #pragma unroll
     for (int k = kVecs - 1; k >= 0; --k) {
       float dpw[kNElts + kHalo];  // dpre at this vector's positions and the kHalo after
@@ -251,8 +345,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         dpw[kNElts + m] = lane + q < kWarpSize ? s : prev_ahead[m];
         prev_ahead[m] = s;
       }
-      const int v = v0 + k * kWarpSize;
-      const int64_t e = static_cast<int64_t>(v) * kNElts;
+      const vidx_t v = v0 + k * kWarpSize;
+      const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
       float g[kNElts];
 #pragma unroll
       for (int i = 0; i < kNElts; ++i) {
@@ -261,28 +355,51 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         for (int j = 0; j < kW; ++j) acc_x = fmaf(w[j], dpw[i + kHalo - j], acc_x);
         g[i] = acc_x;
       }
-      if (a.st.dfinal != nullptr && e + kNElts > L - kHalo && v < a.row_vecs) {
+      if (a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L) {
 #pragma unroll
         for (int i = 0; i < kNElts; ++i)
-          if (e + i >= L - kHalo)
+          if (e + i >= L - kHalo && e + i < L)
             g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
                                   a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
       }
-      if (dxr != nullptr && v < a.row_vecs) {
-        vec_t out;
+      if constexpr (kShifted) {
+        if (e >= 0 && e + kNElts <= L) {
+          if (dxr != nullptr) {
+            vec_t out;
 #pragma unroll
-        for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
-        out.store(dxr + e);
-      }
-      if (k == 0 && v0 == 0 && a.st.dinit != nullptr) {
-        // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here).
+            for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+            out.store(dxr + v * kNElts);
+          }
+        } else {
+          // A vector across a row boundary: only this row's positions, dinit before 0.
 #pragma unroll
-        for (int kk = 0; kk < kHalo; ++kk) {
-          float acc_i = 0.f;
+          for (int i = 0; i < kNElts; ++i) {
+            const int64_t t = e + i;
+            if (t >= 0 && t < L) {
+              if (dxr != nullptr) dxr[v * kNElts + i] = from_float<T>(g[i]);
+            } else if (t < 0 && t >= -kHalo && a.st.dinit != nullptr) {
+              static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
+                                          (t + kHalo) * a.st.dinit_seq_stride] = from_float<T>(g[i]);
+            }
+          }
+        }
+      } else {
+        if (dxr != nullptr && v < a.row_vecs) {
+          vec_t out;
 #pragma unroll
-          for (int j = 0; j <= kk; ++j) acc_i = fmaf(w[j], dpw[kk - j], acc_i);
-          static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
-                                      kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
+          for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+          out.store(dxr + e);
+        }
+        if (k == 0 && v0 == 0 && a.st.dinit != nullptr) {
+          // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here).
+#pragma unroll
+          for (int kk = 0; kk < kHalo; ++kk) {
+            float acc_i = 0.f;
+#pragma unroll
+            for (int j = 0; j <= kk; ++j) acc_i = fmaf(w[j], dpw[kk - j], acc_i);
+            static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
+                                        kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
+          }
         }
       }
     }
@@ -299,10 +416,20 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   }
 }
 
-template <typename T, int kW, int kVecs>
+// Tiles per row: aligned rows L / kNElts vectors; shifted rows at most (lead + L + 2 kNElts - 2) / kNElts,
+// whatever the row's offset in the vector grid (every row gets the same count, so each (row, tile) writes
+// exactly one partial row, all-zero tiles included).
+int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, bool shifted, int64_t tile_vecs) {
+  const int64_t row_vecs = shifted ? (lead + L + 2 * n_elts - 2) / n_elts : L / n_elts;
+  return (row_vecs + tile_vecs - 1) / tile_vecs;
+}
+
+int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
+
+template <typename T, int kW, int kVecs, bool kShifted>
 void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const BwdPartials& partials,
                      gpuStream_t stream) {
-  using Ktraits = BwdRowsTraits<T, kW, kVecs>;
+  using Ktraits = BwdRowsTraits<T, kW, kVecs, kShifted>;
   BwdRowsArgs a{};
   a.x = p.x;
   a.dout = p.dout;
@@ -312,7 +439,9 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.partials = partials;
   a.seqlen = p.seqlen;
   a.row_vecs = static_cast<int32_t>(p.seqlen / Ktraits::kNElts);
-  const int64_t tiles_per_row = (a.row_vecs + Ktraits::kTileVecs - 1) / Ktraits::kTileVecs;
+  a.lead = static_cast<int32_t>(lead_of(p));
+  a.n_elts = p.batch * p.dim * p.seqlen;
+  const int64_t tiles_per_row = tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kShifted, Ktraits::kTileVecs);
   const int64_t n_tiles = p.batch * p.dim * tiles_per_row;  // < 2^31: bwd_rows_plan checked
   a.n_tiles = static_cast<uint32_t>(n_tiles);
   a.tiles_per_row = static_cast<uint32_t>(tiles_per_row);
@@ -334,29 +463,42 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   BwdRowsPlan plan{};
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
   const int64_t n_elts = kVecBytes / dtype_size(p.x_dtype);
-  if (p.width > kMaxTemplateWidth || p.seq_idx != nullptr || L % n_elts != 0 || L < 2 * p.width ||
-      L / n_elts > INT32_MAX / 4)
+  if (p.width > kMaxTemplateWidth || p.seq_idx != nullptr || L < 2 * p.width || L / n_elts > INT32_MAX / 4)
     return plan;
   const bool dense = dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
                      dense_rows(p.dout_batch_stride, p.dout_dim_stride, p.dout_seq_stride, B, D, L) &&
                      (p.dx == nullptr || dense_rows(p.dx_batch_stride, p.dx_dim_stride, p.dx_seq_stride, B, D, L)) &&
                      is_aligned(p.x, 16) && is_aligned(p.dout, 16) && is_aligned(p.dx, 16);
   if (!dense) return plan;
-  const int64_t row_vecs = L / n_elts;
-  if (B * D * ((row_vecs + kWarpSize - 1) / kWarpSize) > INT32_MAX) return plan;  // 32-bit tile indices
-  auto efficiency = [&](int64_t tile_vecs) {
-    return static_cast<double>(row_vecs) / static_cast<double>(((row_vecs + tile_vecs - 1) / tile_vecs) * tile_vecs);
+  const int64_t lead = lead_of(p);
+  // Share of a warp's lanes that hold positions of the row.
+  auto efficiency = [&](bool shifted, int64_t tile_vecs) {
+    return static_cast<double>(L) /
+           static_cast<double>(tiles_per_row_of(L, lead, n_elts, shifted, tile_vecs) * tile_vecs * n_elts);
+  };
+  auto fits = [&](bool shifted) {  // 32-bit tile indices
+    return B * D * tiles_per_row_of(L, lead, n_elts, shifted, kWarpSize) <= INT32_MAX;
   };
   // Two vectors per lane once one-vector warps would not all fit on a large GPU at once (132 SMs x
   // 32 warps), as in the forward's rows plan.
   constexpr int64_t kLargeVecs = int64_t{132} * 32 * kWarpSize;
-  const int64_t total_vecs = B * D * row_vecs;
-  if (total_vecs >= kLargeVecs && efficiency(kRowsLargeVecs * kWarpSize) >= 0.75) plan.vecs_per_lane = kRowsLargeVecs;
-  else if (efficiency(kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
-  if (plan.vecs_per_lane > 0) {
-    const int64_t tile_vecs = int64_t{plan.vecs_per_lane} * kWarpSize;
-    plan.partial_rows = B * ((row_vecs + tile_vecs - 1) / tile_vecs);
+  const bool large = B * D * L / n_elts >= kLargeVecs;
+  if (L % n_elts == 0 && fits(false)) {
+    if (large && efficiency(false, kRowsLargeVecs * kWarpSize) >= 0.75) plan.vecs_per_lane = kRowsLargeVecs;
+    else if (efficiency(false, kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   }
+  // Shifted rows (odd L, or rows that tile badly) while at least 40% of the lanes work: L = 129 bf16 is
+  // about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
+  if (plan.vecs_per_lane == 0 && fits(true)) {
+    plan.shifted = true;
+    if (kShiftedLargeVecs && large && efficiency(true, kRowsLargeVecs * kWarpSize) >= 0.75)
+      plan.vecs_per_lane = kRowsLargeVecs;
+    else if (efficiency(true, kWarpSize) >= 0.4) plan.vecs_per_lane = 1;
+    else plan.shifted = false;
+  }
+  if (plan.vecs_per_lane > 0)
+    plan.partial_rows =
+        B * tiles_per_row_of(L, lead, n_elts, plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize);
   return plan;
 }
 
@@ -364,8 +506,13 @@ void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const
                   const BwdPartials& partials, gpuStream_t stream) {
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs>(p, w, partials, stream);
-      else bwd_rows_launch<scalar_t, kW, 1>(p, w, partials, stream);
+      if (plan.shifted) {
+        if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true>(p, w, partials, stream);
+        else bwd_rows_launch<scalar_t, kW, 1, true>(p, w, partials, stream);
+      } else {
+        if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, false>(p, w, partials, stream);
+        else bwd_rows_launch<scalar_t, kW, 1, false>(p, w, partials, stream);
+      }
     });
   });
 }

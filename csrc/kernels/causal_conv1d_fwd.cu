@@ -31,6 +31,7 @@
 #include <string>
 
 #include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_dense_features.h"
 #include "causal_conv1d_fwd_features.h"
 #include "causal_conv1d_fwd_rows.h"
 #include "causal_conv1d_params.h"
@@ -769,6 +770,8 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
       throw std::invalid_argument("aiter_lite causal_conv1d_fwd: state_len must be >= width - 1");
     const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
                                           p.bias_stride, p.w_dtype);
+    const FwdDenseFeaturesPlan dense = fwd_dense_features_plan(p);
+    if (dense.takes) return fwd_dense_features_run(p, dense, w, stream);
     if (!fwd_states_split(p)) return fwd_features_run(p, w, stream);
     // Only initial/final states on a layout the feature kernels serve slowly (per output): the plain
     // kernels write every output, exact from t = width-1 on; then, in stream order, the per-output kernel

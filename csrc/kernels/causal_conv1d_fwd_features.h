@@ -34,6 +34,22 @@ inline int64_t fwd_states_split_out_len(const CausalConv1dFwdParams& p) {
   return p.width - 1 < p.seqlen ? p.width - 1 : p.seqlen;
 }
 
+// Whether final_states may share memory with initial_states (a pool updated in place): then every read of
+// an initial state must come before any final-state write, which only a second launch orders. Compares the
+// byte ranges the two [state_rows, dim, state_len] views span.
+inline bool fwd_final_may_alias_init(const CausalConv1dFwdParams& p) {
+  if (p.initial_states == nullptr || p.final_states == nullptr) return false;
+  const int64_t elt = p.x_dtype == DType::kFloat32 ? 4 : 2;
+  auto last_byte = [&](const void* ptr, int64_t bs, int64_t ds, int64_t ss) {
+    const int64_t far = (p.state_rows - 1) * bs + (p.dim - 1) * ds + (p.state_len - 1) * ss;
+    return reinterpret_cast<uintptr_t>(ptr) + static_cast<uintptr_t>((far + 1) * elt) - 1;
+  };
+  const uintptr_t i0 = reinterpret_cast<uintptr_t>(p.initial_states), f0 = reinterpret_cast<uintptr_t>(p.final_states);
+  const uintptr_t i1 = last_byte(p.initial_states, p.init_batch_stride, p.init_dim_stride, p.init_seq_stride);
+  const uintptr_t f1 = last_byte(p.final_states, p.final_batch_stride, p.final_dim_stride, p.final_seq_stride);
+  return i0 <= f1 && f0 <= i1;
+}
+
 // Runs the forward with its features: the outputs, then (when final_states is set) the final states in a
 // second launch, so a state pool updated in place is read completely before any of it is written.
 // out_len >= 0 (only without cu_seqlens): just positions t < out_len of each row are written (0: none, only

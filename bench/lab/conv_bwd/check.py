@@ -24,22 +24,29 @@ DTYPE_ID = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 
 
 def build(arch="sm_90a"):
+    """Objects found in $PREBUILT (compiled elsewhere with the same flags, e.g. carried to a device call) are
+    linked as they are; the rest are compiled here."""
     os.makedirs(BUILD, exist_ok=True)
+    prebuilt = os.environ.get("PREBUILT", "")
     inc = ["-I" + os.path.join(ROOT, "csrc/include"), "-I" + os.path.join(ROOT, "csrc/kernels")]
     nv = ["nvcc", "-std=c++17", "-O3", "--use_fast_math", f"-arch={arch}", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
           *os.environ.get("NVCC_EXTRA", "").split()]
     py_inc = subprocess.check_output([sys.executable, "-m", "pybind11", "--includes"], text=True).split()
-    jobs = [nv + inc + ["-c", os.path.join(ROOT, "csrc/kernels", s), "-o", f"{BUILD}/{s}.o"] for s in SOURCES]
+    jobs = []
+    for s in SOURCES:
+        if prebuilt and os.path.exists(f"{prebuilt}/{s}.o"):
+            subprocess.run(["cp", f"{prebuilt}/{s}.o", f"{BUILD}/{s}.o"], check=True)
+        else:
+            jobs.append(nv + inc + ["-c", os.path.join(ROOT, "csrc/kernels", s), "-o", f"{BUILD}/{s}.o"])
     shim = ["g++", "-std=c++17", "-O2", "-fPIC", *inc, *py_inc, "-c", os.path.join(ROOT, "bench/lab/conv_bwd/shim.cpp")]
     jobs.append(shim + ["-o", f"{BUILD}/shim.o"])
-    # A/B variant: channel-last with 8-byte channel groups, as module conv_bwd_shim_cl8.
-    jobs.append(nv + inc + ["-DAITER_LITE_BWD_CL_VEC_BYTES=8", "-c",
-                            os.path.join(ROOT, "csrc/kernels/causal_conv1d_bwd_channel_last.cu"), "-o", f"{BUILD}/cl8.o"])
-    jobs.append(shim + ["-DSHIM_NAME=conv_bwd_shim_cl8", "-o", f"{BUILD}/shim_cl8.o"])
-    # A/B variant: rows with 4 vectors per lane on large problems, as module conv_bwd_shim_rows4.
-    jobs.append(nv + inc + ["-DAITER_LITE_BWD_ROWS_VECS=4", "-c",
-                            os.path.join(ROOT, "csrc/kernels/causal_conv1d_bwd_rows.cu"), "-o", f"{BUILD}/rows4.o"])
-    jobs.append(shim + ["-DSHIM_NAME=conv_bwd_shim_rows4", "-o", f"{BUILD}/shim_rows4.o"])
+    # A/B variant: shifted rows (odd L) with one vector per lane on large problems too, as conv_bwd_shim_rows1.
+    if prebuilt and os.path.exists(f"{prebuilt}/rows1.o"):
+        subprocess.run(["cp", f"{prebuilt}/rows1.o", f"{BUILD}/rows1.o"], check=True)
+    else:
+        jobs.append(nv + inc + ["-DAITER_LITE_BWD_ROWS_SHIFTED_ONE_VEC", "-c",
+                                os.path.join(ROOT, "csrc/kernels/causal_conv1d_bwd_rows.cu"), "-o", f"{BUILD}/rows1.o"])
+    jobs.append(shim + ["-DSHIM_NAME=conv_bwd_shim_rows1", "-o", f"{BUILD}/shim_rows1.o"])
     t0 = time.time()
     with cf.ThreadPoolExecutor(len(jobs)) as ex:
         results = list(ex.map(lambda c: subprocess.run(c, capture_output=True, text=True), jobs))
@@ -52,11 +59,8 @@ def build(arch="sm_90a"):
                                   text=True).strip()
     subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim{ext}", *[f"{BUILD}/{s}.o" for s in SOURCES],
                     f"{BUILD}/shim.o", "-lcudart"], check=True)
-    variant = [f"{BUILD}/{s}.o" for s in SOURCES if "channel_last" not in s] + [f"{BUILD}/cl8.o"]
-    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_cl8{ext}", *variant, f"{BUILD}/shim_cl8.o",
-                    "-lcudart"], check=True)
-    variant = [f"{BUILD}/{s}.o" for s in SOURCES if "rows" not in s] + [f"{BUILD}/rows4.o"]
-    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_rows4{ext}", *variant, f"{BUILD}/shim_rows4.o",
+    variant = [f"{BUILD}/{s}.o" for s in SOURCES if "rows" not in s] + [f"{BUILD}/rows1.o"]
+    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_rows1{ext}", *variant, f"{BUILD}/shim_rows1.o",
                     "-lcudart"], check=True)
     print(f"built in {time.time() - t0:.1f} s")
 
@@ -76,6 +80,10 @@ def make_like(layout, B, D, L, dtype, fill=None):
         t = torch.empty(B, D, L, device=dev, dtype=dtype)
     elif layout == "cl":
         t = torch.empty(B, L, D, device=dev, dtype=dtype).transpose(1, 2)
+    elif layout == "cl_pad":  # channel-last rows of D + 8 channels (16-byte aligned steps for D % 8 == 0)
+        t = torch.empty(B, L, D + 8, device=dev, dtype=dtype)[..., :D].transpose(1, 2)
+    elif layout == "cl_odd":  # channel-last rows of D + 1 channels: steps off the 16-byte grid
+        t = torch.empty(B, L, D + 1, device=dev, dtype=dtype)[..., :D].transpose(1, 2)
     elif layout == "strided":
         t = torch.empty(B, D, 2 * L, device=dev, dtype=dtype)[..., ::2]
     elif layout == "padded":
@@ -269,6 +277,27 @@ def check(mod):
                           dinit=True, init=True))
         cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=64, L=300, W=4, layout="strided", want=("db",),
                           dinit=True, dfinal=True))
+    # session 12: shifted rows (odd L on [B, D, L], a flat array whose last vector is partial), the staged
+    # channel-last kernel (partial channel blocks, padded steps, long rows of many chunks) and the direct one
+    for W in (1, 2, 3, 4, 5, 8):
+        for i, (dt, wdt) in enumerate(dts):
+            f = (W + i) % 4
+            feats = dict(bias=f != 1, silu=f != 2, init=f in (0, 3), dfinal=f in (0, 1), dinit=f in (0, 2))
+            for B, D, L in ((3, 5, 131), (2, 7, 777), (1, 3, 64), (2, 4, 1000)):
+                cases.append(dict(dtype=dt, wdtype=wdt, B=B, D=D, L=L, W=W, layout="contig", **feats))
+            for layout, D, L in (("cl", 72, 300), ("cl_pad", 40, 129), ("cl_odd", 40, 200), ("cl", 48, 5000)):
+                cases.append(dict(dtype=dt, wdtype=wdt, B=2, D=D, L=L, W=W, layout=layout, **feats))
+    for W in (3, 4):
+        for layout in ("cl", "cl_pad", "cl_odd"):
+            for dt in (torch.bfloat16, torch.float16, torch.float32):
+                cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=72, L=700, W=W, layout=layout, seq=True,
+                                  init=True, dfinal=True, dinit=True))
+    for dt in (torch.bfloat16, torch.float32):
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=3, D=1536, L=777, W=3, layout="contig", init=True,
+                          dfinal=True, dinit=True, check_det=True))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=4, D=1024, L=1001, W=4, layout="contig", check_det=True))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=1024, L=1000, W=4, layout="cl", check_det=True,
+                          init=True, dinit=True))
     n_fail = 0
     for c in cases:
         ok, errs = run_case(mod, **c)
@@ -286,7 +315,7 @@ def sanitize(mod):
     ok = True
     for dt in (torch.bfloat16, torch.float32):
         for layout, L, W in (("contig", 512, 4), ("cl", 100, 4), ("contig", 129, 3), ("strided", 50, 4),
-                             ("contig", 40, 11)):
+                             ("contig", 40, 11), ("contig", 777, 4), ("cl_pad", 100, 3), ("cl_odd", 100, 4)):
             for seq in (True,):
                 good, errs = run_case(mod, dt, torch.float32, 2, 32, L, W, layout, init=True, dfinal=True,
                                       seq=seq, dinit=True)
@@ -308,15 +337,18 @@ def gpu_time_us(fn, reps=40):
     return graph_time_us(fn, reps)
 
 
-def time_all(mod, peer, mod_cl8=None, mod_rows4=None):
+def time_all(mod, peer, mod_cl8=None, mod_rows4=None, quick=False):
     dao = None
     if peer:
         try:
-            sys.path.insert(0, os.path.join(ROOT, "../../.peers"))
-            from peers import dao_causal_conv1d
-            cc, secs = dao_causal_conv1d(root=os.path.join(ROOT, "../../.peers"), with_bwd=True)
-            from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
-            print(f"peer loaded in {secs:.0f} s")
+            try:  # unpacked by bench/peer_cache.py onto PYTHONPATH
+                from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
+            except ImportError:
+                sys.path.insert(0, os.path.join(ROOT, "../../.peers"))
+                from peers import dao_causal_conv1d
+                cc, secs = dao_causal_conv1d(root=os.path.join(ROOT, "../../.peers"), with_bwd=True)
+                from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
+                print(f"peer loaded in {secs:.0f} s")
         except Exception as e:  # noqa: BLE001 - the table says the peer is missing
             print("peer unavailable:", repr(e)[:300])
     shapes = [(torch.bfloat16, torch.float32, 8, 5120, 2048, 4), (torch.bfloat16, torch.float32, 4, 4096, 4096, 4),
@@ -326,6 +358,9 @@ def time_all(mod, peer, mod_cl8=None, mod_rows4=None):
               (torch.float16, torch.float32, 4, 4096, 4096, 4), (torch.float32, torch.float32, 8, 5120, 2048, 4),
               (torch.float32, torch.float32, 8, 4096, 4096, 2), (torch.float32, torch.float32, 4, 4096, 4096, 4),
               (torch.float32, torch.float32, 16, 2048, 129, 4), (torch.bfloat16, torch.float32, 2, 256, 1024, 4)]
+    if quick:
+        shapes = [s for s in shapes if s[2:5] in ((8, 5120, 2048), (4, 4096, 4096), (8, 4096, 4096), (3, 1536, 777),
+                                                (16, 2048, 129))]
     rows = []
     copy_cache = {}
     for dt, wdt, B, D, L, W in shapes:
@@ -361,7 +396,7 @@ def time_all(mod, peer, mod_cl8=None, mod_rows4=None):
             rows.append((str(dt).replace("torch.", ""), str(wdt).replace("torch.", ""), f"{B}x{D}x{L}", W, layout,
                          t_copy, t_ours, t_det, t_dao, t_cl8))
             del x, dout, c, cd
-    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac) | variant us (frac): contig 4 vecs/lane, cl 8-byte groups")
+    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac) | variant us (frac): contig shifted rows 1 vector/lane")
     for dt, wdt, shape, W, layout, tc, to, tdet, td, t8 in rows:
         print(f" {dt}/{wdt} | {shape} | {W} | {layout} | {tc:.1f} | {to:.1f} ({tc / to:.2f}) | {tdet:.1f} | "
               f"{td:.1f} ({tc / td:.2f}) | {t8:.1f} ({tc / t8:.2f})")
@@ -377,6 +412,6 @@ if __name__ == "__main__":
     elif cmd == "sanitize":
         sys.exit(0 if sanitize(load()) else 1)
     elif cmd == "time":
-        time_all(load(), "--peer" in sys.argv, load("conv_bwd_shim_cl8"), load("conv_bwd_shim_rows4"))
+        time_all(load(), "--peer" in sys.argv, None, load("conv_bwd_shim_rows1"), "--quick" in sys.argv)
     else:
         sys.exit(__doc__)

@@ -1,0 +1,28 @@
+// Interface of the dense forward with states and packed sequences (causal_conv1d_fwd_dense_features.cu) for
+// the path choice in causal_conv1d_fwd.cu: x and out dense ([B, D, L] contiguous, or vLLM's [D, tokens]
+// prefill input in varlen mode), read as one flat array of 16-byte vectors.
+#pragma once
+
+#include "causal_conv1d_common.cuh"
+#include "causal_conv1d_params.h"
+#include "port.h"
+
+namespace aiter_lite {
+namespace conv1d {
+
+struct FwdDenseFeaturesPlan {
+  bool takes = false;       // the dense kernel takes the call
+  bool fuse_final = false;  // it writes the final states itself (else a second launch does, after it)
+};
+
+// Takes calls with features (fwd_has_features) whose x and out are dense and 16-byte aligned, with a
+// compile-time width and rows shorter than 2^30. The final states are written by the main kernel unless
+// they may alias the initial states (a pool updated in place, or varlen mode): then every read of an
+// initial state must come before any write, which only a second launch orders.
+FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p);
+
+void fwd_dense_features_run(const CausalConv1dFwdParams& p, const FwdDenseFeaturesPlan& plan, const WeightArgs& w,
+                            gpuStream_t stream);
+
+}  // namespace conv1d
+}  // namespace aiter_lite

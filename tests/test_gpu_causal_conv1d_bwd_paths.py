@@ -1,0 +1,74 @@
+"""GPU (-m gpu): the backward's kernel paths through the real autograd API (issue 20, session 12): shifted
+rows (odd L on [B, D, L], the flat array's last vector partial), the staged channel-last kernel (partial
+channel blocks, padded steps, long rows of many chunks, seq_idx and states) and the direct one (steps off
+the 16-byte grid), each against the float64 reference, with NaN left in the caching allocator so that an
+unwritten gradient element shows; bitwise reproducibility on the new paths."""
+import itertools
+
+import pytest
+import torch
+
+from conv_states_cases import TOLERANCE, check_deterministic_backward, make_states, packed_seq_idx, random_normal
+from test_causal_conv1d_grad import grads_vs_reference
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+DEV = torch.device("cuda")
+GRAD_TOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+PAIRS = [(torch.float32, torch.float32), (torch.bfloat16, torch.float32), (torch.float16, torch.float16)]
+
+
+def poison_allocator(nbytes):
+    """Leave NaN in the caching allocator's next blocks of about this size (dx, workspace)."""
+    for _ in range(3):
+        torch.full((max(nbytes, 4) // 4 + 1,), float("nan"), device=DEV)
+
+
+def make(layout, b, d, length, dtype):
+    if layout == "cl_pad":  # steps of d + 8 channels: the staged kernel with padded rows
+        return random_normal((b, length, d + 8), dtype, DEV)[..., :d].transpose(1, 2)
+    if layout == "cl_odd":  # steps of d + 1 channels: off the 16-byte grid, the direct kernel
+        return random_normal((b, length, d + 1), dtype, DEV)[..., :d].transpose(1, 2)
+    if layout == "channel_last":
+        return random_normal((b, length, d), dtype, DEV).transpose(1, 2)
+    return random_normal((b, d, length), dtype, DEV)
+
+
+def check(layout, b, d, length, width, x_dtype, w_dtype, features):
+    tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
+    x = make(layout, b, d, length, x_dtype)
+    w, bias = random_normal((d, width), w_dtype, DEV), random_normal((d,), w_dtype, DEV)
+    poison_allocator(x.numel() * x.element_size())
+    if features:
+        init = make_states(b, d, width, x_dtype, DEV, "channel_last" if layout != "contiguous" else "contiguous")
+        seq = packed_seq_idx(b, length, DEV) if layout != "contiguous" else None
+        grads_vs_reference(x, w, bias, "silu", initial_states=init, seq_idx=seq, final_states=True, dtype_tol=tol)
+    else:
+        grads_vs_reference(x, w, bias, "silu", dtype_tol=tol)
+
+
+@pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+def test_shifted_rows(x_dtype, w_dtype, width):
+    torch.manual_seed(width)
+    for (b, d, length), features in itertools.product([(3, 5, 131), (2, 7, 777), (2, 3, 1000), (1, 9, 64)],
+                                                      [False, True]):
+        check("contiguous", b, d, length, width, x_dtype, w_dtype, features)
+
+
+@pytest.mark.parametrize("layout", ["channel_last", "cl_pad", "cl_odd"])
+@pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+def test_channel_last_paths(layout, x_dtype, w_dtype, width):
+    torch.manual_seed(10 + width)
+    for (b, d, length), features in itertools.product([(2, 72, 300), (2, 40, 129), (1, 48, 3000)], [False, True]):
+        check(layout, b, d, length, width, x_dtype, w_dtype, features)
+
+
+@pytest.mark.parametrize("shape,layout", [((3, 1536, 777), "contiguous"), ((4, 256, 1001), "contiguous"),
+                                          ((2, 1024, 1000), "channel_last"), ((2, 1000, 999), "cl_odd")])
+def test_new_paths_bitwise_reproducible(shape, layout):
+    x = make(layout, *shape, torch.bfloat16).requires_grad_()
+    w = random_normal((shape[1], 3), torch.float32, DEV).requires_grad_()
+    b = random_normal((shape[1],), torch.float32, DEV).requires_grad_()
+    dout = random_normal(tuple(x.shape), torch.bfloat16, DEV)
+    check_deterministic_backward(x, w, b, dout, runs=3, tol=TOLERANCE[torch.bfloat16])
