@@ -7,6 +7,7 @@
 #                      fla and torch (peers built once per machine from the carried .peers)
 #   conv_bwd ARGS      bench/bench_conv_bwd.py: backward and fwd+bwd (CUDA graphs) beside causal-conv1d, fla, torch
 #   matmul ARGS        bench/bench_matmul.py: against cuBLAS, the default config and per-config sweeps
+#   cp ARGS            bench/bench_cp_conv.py: context-parallel conv vs the plain op (torchrun on every GPU)
 #   host ARGS          bench/host_overhead_conv.py: where the host time of a tiny conv call goes
 #   planner ARGS       bench/plan_vs_measure.py: the tile planner's ranking against measurement
 #   reliability ARGS   bench/reliability/session.sh: ranks on a cold cache, GPU tests, sanitizers, soak
@@ -76,6 +77,10 @@ suite() {  # suite N NAME ARGS...
     conv) peers; python3 bench/bench_causal_conv1d.py --out "$OUT/$tag.json" "$@" ;;
     conv_bwd) peers; python3 bench/bench_conv_bwd.py --out "$OUT/$tag.json" "$@" ;;
     matmul) python3 bench/bench_matmul.py --out "$OUT/$tag.json" "$@" ;;
+    cp) peers; gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+      export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"  # NVLink multicast stays off on the lent machines
+      if [ "$gpus" -gt 1 ]; then torchrun --nproc-per-node="$gpus" bench/bench_cp_conv.py "$@"
+      else python3 bench/bench_cp_conv.py "$@"; fi ;;
     host) python3 bench/host_overhead_conv.py --out "$OUT/$tag.json" "$@" ;;
     planner) python3 bench/plan_vs_measure.py --out "$OUT/$tag.json" "$@" ;;
     reliability) bash bench/reliability/session.sh "$@" ;;

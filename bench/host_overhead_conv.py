@@ -1,45 +1,28 @@
 #!/usr/bin/env python3
 """Where the host time of a tiny causal_conv1d call goes (issue 4's host-overhead target).
 
-For each call form, on a tiny fp16 tensor (1x64x16, W=4, bias, SiLU), the fastest of 7 rounds of n
-back-to-back calls, measured two ways:
-  enqueue  CPU time per call with the launch queue never full (n=400 calls from an idle GPU, timed
-           before the final synchronize): the host overhead proper;
-  wall     time per call including the final synchronize of n=2000 calls (what bench_causal_conv1d.py
-           --host-only reports): max(host overhead, GPU time per back-to-back kernel).
-Plus the GPU time per kernel of back-to-back launches (CUDA events around 800 calls queued behind a
-sleep kernel, so the GPU never waits for the host), and the
-pieces of the Python path timed alone, to show which part a change should target.
+For each call form, on a tiny fp16 tensor (1x64x16, W=4, bias, SiLU), the fastest of 7 rounds of
+back-to-back calls: enqueue = CPU time per call of 400 calls from an idle GPU, timed before the final
+synchronize (the host overhead proper); wall = with the synchronize of 2000 calls (as
+bench_causal_conv1d.py --host-only): max(host overhead, GPU time per kernel). Then the GPU time per
+kernel (CUDA events around 800 calls queued behind a sleep kernel), and the Python path's pieces alone.
 
   python bench/host_overhead_conv.py [--out PATH]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import host_us, need_cuda  # noqa: E402
+from records import md_table, write_run  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch  # noqa: E402
+
 import aiter_lite  # noqa: E402
 from aiter_lite.ops import _common  # noqa: E402
-
-
-def per_call(fn, n: int, sync_in_time: bool, rounds: int = 7) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if sync_in_time:
-            torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return best
 
 
 def gpu_per_kernel(fn, n: int = 800) -> float:
@@ -57,11 +40,9 @@ def gpu_per_kernel(fn, n: int = 800) -> float:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, default=None, help="JSON path (the rows, device and torch version)")
+    p.add_argument("--out", type=Path, help="the run's JSON")
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("host_overhead_conv: needs a CUDA GPU", file=sys.stderr)
-        return 2
+    need_cuda("host_overhead_conv")
     x = torch.randn(1, 64, 16, device="cuda", dtype=torch.float16)
     w = torch.randn(64, 4, device="cuda", dtype=torch.float16)
     b = torch.randn(64, device="cuda", dtype=torch.float16)
@@ -107,26 +88,15 @@ def main(argv=None) -> int:
             x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), *x.shape, w.shape[1], x.is_contiguous(),
             out.is_contiguous(), w.is_contiguous(), b.is_contiguous()),
     }
-    rows = []
-    for name, fn in calls.items():
-        for _ in range(100):
-            fn()
-        rows.append(dict(call=name, enqueue_us=per_call(fn, 400, False), wall_us=per_call(fn, 2000, True),
-                         gpu_us_per_kernel=gpu_per_kernel(fn) if name != "torch.empty_like" else None))
-    for name, fn in pieces.items():
-        for _ in range(100):
-            fn()
-        rows.append(dict(call="(piece) " + name, enqueue_us=per_call(fn, 2000, False), wall_us=None,
-                         gpu_us_per_kernel=None))
-    dev = torch.cuda.get_device_name()
-    print(f"device: {dev}, torch {torch.__version__}, python {sys.version.split()[0]}")
-    print("| call | enqueue us/call | wall us/call (2000, synced) | GPU us per kernel |")
-    print("| --- | --- | --- | --- |")
-    f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-    for r in rows:
-        print(f"| {r['call']} | {f(r['enqueue_us'])} | {f(r['wall_us'])} | {f(r['gpu_us_per_kernel'])} |")
-    if args.out:
-        args.out.write_text(json.dumps(dict(device=dev, torch=torch.__version__, rows=rows), indent=1))
+    rows = [dict(call=name, enqueue_us=host_us(fn, 400, 7, sync=False), wall_us=host_us(fn, 2000, 7),
+                 gpu_us_per_kernel=gpu_per_kernel(fn) if name != "torch.empty_like" else None)
+            for name, fn in calls.items()]
+    rows += [dict(call="(piece) " + name, enqueue_us=host_us(fn, 2000, 7, sync=False)) for name, fn in pieces.items()]
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, python {sys.version.split()[0]}")
+    keys = ("enqueue_us", "wall_us", "gpu_us_per_kernel")
+    print(md_table(["call", "enqueue us/call", "wall us/call (2000, synced)", "GPU us per kernel"],
+                   [[r["call"], *("-" if r.get(k) is None else f"{r[k]:.2f}" for k in keys)] for r in rows]))
+    write_run(args.out, torch.cuda.get_device_name(), torch.__version__, rows)
     return 0
 
 

@@ -1,47 +1,35 @@
-"""The tile planner's ranking against measurement: every table config of the path, on a few shapes.
-
-For each shape and mode (fp16, bf16: the tensor_core_16 configs; fp32: strict, the SIMT configs;
-tf32: fp32 with TF32 allowed, the tensor_core_tf32 configs) it times every config of the path that
-fits the GPU's shared memory (`aiter_lite.matmul(a, b, out, variant=..., config=i)`), the default
-call (variant "auto", config -1: what a user gets, autotuning off), the same call autotuned
-(aiter_lite.tuning.autotune with a private tuned-config file: the tuning happens before the timing)
-and torch.matmul, checks each result once against a float64 reference, and compares with the planner's
-order (`planner.table_order`, what `choose_config` and the autotuner use): the measured best config,
-the planner's top 3, the rank the planner gave the measured best, and how much slower the planner's #1
-measured than the best. Configs of paths the planner does not model are not timed.
-
-Timing: medians of triton.testing.do_bench (CUDA events, L2 flushed before every call) when triton
-is there, else aiter_lite.testing.bench (the same method); fresh random normal data per shape and
-dtype, outputs preallocated.
+"""The tile planner's ranking against measurement (docs/planner.md): every table config of a path on a
+few shapes. Per shape and mode (fp16, bf16: the tensor_core_16 configs; fp32 strict: SIMT; tf32: the
+tensor_core_tf32 configs) it times every config that fits the GPU's shared memory, the default call
+(variant auto, autotuning off), the same call autotuned (a private tuned-config file, tuned before the
+timing) and torch.matmul, each result checked once against float64 (do_bench medians, L2 flushed), and
+compares with the planner's order: the measured best, the planner's top 3 and the best's rank there,
+and how much slower the planner's #1 ran. Paths the planner does not model are not timed.
 
     python bench/plan_vs_measure.py [--quick] [--out PATH]           # on a CUDA GPU, ~2-3 min on an H100
     python bench/plan_vs_measure.py --dry-run [--device h100]        # any machine: what would be measured
     python bench/plan_vs_measure.py --from-json PATH [--replan] [--update-docs docs/planner.md]
 
-Writes {"device", "date", "torch", "planner_device", "records": [{"M", "N", "K", "dtype", "impl",
-"config", "us", "tflops", "rel_err", "ok"}], "comparisons": [...]} (impl "cublas", "aiter_lite",
-"aiter_lite_auto" (variant auto, config -1) or "aiter_lite_tuned" (the same, autotuned; config: the
-one the tuner chose, -1 for the kernel's own);
-default PATH bench/results/plan_vs_measure_<gpu>.json) and prints the markdown table last; exits 1
-if a config's result is off. --from-json prints the tables of a written file again (--replan: with
-the planner's current ranking and times against the stored measurements); --update-docs also puts
-them between the PLAN VS MEASURE markers of that file.
+--out writes the run: "records" (M, N, K, dtype, impl, config, us, tflops, rel_err, ok; impl "cublas",
+"aiter_lite", "aiter_lite_auto" or "aiter_lite_tuned" (config: the tuner's pick, -1 for the kernel's
+own)) and "comparisons"; the table comes last; exit 1 if a result is off. --from-json prints the table
+of a run or results file again (--replan: ranked by the current planner); --update-docs also puts it
+between the PLAN VS MEASURE markers of that file.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
-import re
 import sys
 import time
-import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from records import parse_shapes, read_run, write_run  # noqa: E402
 
 from aiter_lite.tuning.matmul_configs import configs_for  # noqa: E402
 from aiter_lite.tuning.planner import rank_table_configs, table_order  # noqa: E402
@@ -64,22 +52,8 @@ DOCS_BEGIN = "<!-- BEGIN PLAN VS MEASURE (bench/plan_vs_measure.py --update-docs
 DOCS_END = "<!-- END PLAN VS MEASURE -->"
 
 
-def gpu_slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-
-
 def tflops(m: int, n: int, k: int, us: float) -> float:
     return 2.0 * m * n * k / (us * 1e-6) / 1e12
-
-
-def parse_shapes(text: str) -> list:
-    shapes = []
-    for part in text.split(","):
-        dims = [int(x) for x in part.lower().split("x")]
-        if len(dims) != 3 or min(dims) < 1:
-            raise argparse.ArgumentTypeError(f"shape {part!r}: expected MxNxK with positive sizes")
-        shapes.append(tuple(dims))
-    return shapes
 
 
 # ---- the plan (no GPU needed) -------------------------------------------------------------------
@@ -123,8 +97,8 @@ def measure(args) -> int:
     import torch
 
     import aiter_lite
-    from aiter_lite.testing import bench
     from aiter_lite.tuning import autotune
+    from common import make_timer, set_torch_tf32 as set_tf32
     from aiter_lite.tuning.hardware import device_from_torch, get_device
 
     if args.cpu:  # a smoke test of this script: the CPU kernel ignores variant and config
@@ -138,20 +112,7 @@ def measure(args) -> int:
         device, dev_name, model = torch.device("cuda"), torch.cuda.get_device_name(), device_from_torch()
         sms = props.multi_processor_count
         max_smem = int(getattr(props, "shared_memory_per_block_optin", 0) or model.smem_per_block)
-    try:
-        if device.type != "cuda":
-            raise ImportError
-        from triton.testing import do_bench
-
-        def time_us(fn):
-            return do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median") * 1e3
-        timer = "triton.testing.do_bench"
-    except ImportError:
-        def time_us(fn):
-            return bench(fn, device, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)["us"]
-        timer = "aiter_lite.testing.bench"
-
-    out_path = args.out or HERE / "results" / f"plan_vs_measure_{gpu_slug(dev_name)}.json"
+    time_us, timer = make_timer(args.warmup_ms, args.rep_ms, device)
     print(f"device: {dev_name} ({sms} SMs), torch {torch.__version__}, timer {timer}; "
           f"planner model: {model.name}", flush=True)
     t_start = time.time()
@@ -160,11 +121,6 @@ def measure(args) -> int:
     tune_dir = Path(tempfile.mkdtemp(prefix="plan_vs_measure_"))
     tuner = autotune.Autotuner(autotune.TunedConfigStore(tune_dir / autotune.FILE_NAME, tune_dir / "locks"))
     autotune.configure(enabled=False)  # the default call is measured untuned, whatever the environment
-
-    def set_tf32(on: bool) -> None:  # torch.matmul's TF32 switch (deprecated spelling on new torch)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.backends.cuda.matmul.allow_tf32 = on
 
     for shape in args.shapes:
         m, n, k = shape
@@ -227,13 +183,9 @@ def measure(args) -> int:
         if device.type == "cuda":
             torch.cuda.empty_cache()
 
-    doc = {"device": dev_name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "torch": torch.__version__, "timer": timer, "planner_device": model.name,
-           "seconds": round(time.time() - t_start, 1), "records": records, "comparisons": comparisons}
+    doc = write_run(args.out, dev_name, torch.__version__, records, timer=timer, planner_device=model.name,
+                    seconds=round(time.time() - t_start, 1), comparisons=comparisons)
     autotune.reset()
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(dump_json(doc))
-    print(f"\nwrote {out_path} ({doc['seconds']} s)\n")
     print(markdown(doc))
     if bad:
         print(f"FAILED: {len(bad)} aiter_lite results exceed the tolerance", file=sys.stderr)
@@ -299,17 +251,6 @@ def compare(p: dict, measured: dict, cublas_us: float, auto_us: float, tuned_us=
             "tuned_slowdown": None if tuned_us is None else round(tuned_us / measured[best], 3),
             "cublas_us": cublas_us, "spearman": None if rho is None else round(rho, 3),
             "measured_us": {str(c): measured[c] for c in sorted(measured)}, "predicted_us": pred}
-
-
-def dump_json(doc: dict) -> str:
-    """JSON with one record (and one comparison) per line: diffs of two runs stay readable."""
-    lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in doc.items()
-                     if k not in ("records", "comparisons")]
-    for name in ("records", "comparisons"):
-        rows = doc.get(name, [])
-        lines += [f' "{name}": [', ",\n".join("  " + json.dumps(r) for r in rows),
-                  " ]," if name == "records" else " ]"]
-    return "\n".join(lines + ["}"]) + "\n"
 
 
 def _fmt(x, spec=".1f", none="-"):
@@ -378,7 +319,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="two shapes, shorter timing")
     p.add_argument("--warmup-ms", type=float, default=None, help="warm-up per timing (default 25; quick 10)")
     p.add_argument("--rep-ms", type=float, default=None, help="timed time per measurement (default 100; quick 40)")
-    p.add_argument("--out", type=Path, default=None, help="JSON (default bench/results/plan_vs_measure_<gpu>.json)")
+    p.add_argument("--out", type=Path, help="the run's JSON")
     p.add_argument("--dry-run", action="store_true", help="list the measurements and the planner's top 3; no GPU")
     p.add_argument("--device", default="h100", help="--dry-run, --cpu, --replan: planner device model (default h100)")
     p.add_argument("--cpu", action="store_true", help="run the measurement loop on the CPU: a smoke test of this "
@@ -406,7 +347,7 @@ def main(argv=None) -> int:
     if args.replan and not args.from_json:
         p.error("--replan goes with --from-json")
     if args.from_json:
-        doc = json.loads(args.from_json.read_text())
+        doc = read_run(args.from_json)
         if args.replan:
             from aiter_lite.tuning.hardware import get_device
 

@@ -8,13 +8,17 @@ matmul: TFLOP/s against M = N = K, aiter_lite (default config) and cuBLAS; --run
 "run" label starts with LABEL (a results file holds several runs).
 """
 import argparse
-import json
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from records import read_run  # noqa: E402
 
 CONV_MARKERS = {"aiter_lite": "o", "aiter_lite_cl": "D", "dao": "s", "fla": "^", "torch": "x", "copy": "_"}
 MATMUL_COLORS = {"fp16": "tab:blue", "bf16": "tab:orange", "tf32": "tab:green", "fp32": "tab:red"}
@@ -59,7 +63,7 @@ def main(argv=None) -> None:
     ap.add_argument("dst")
     ap.add_argument("--run", default=None, help="matmul: only the records of this run label (prefix)")
     args = ap.parse_args(argv)
-    data = json.load(open(args.src))
+    data = read_run(args.src)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     xlabel, ylabel, what = plot_conv(data, ax) if args.op == "conv" else plot_matmul(data, ax, args.run)
     ax.set_xlabel(xlabel)

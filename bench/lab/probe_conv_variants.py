@@ -32,6 +32,9 @@ from aiter_lite.ops import causal_conv1d_ref  # noqa: E402
 from aiter_lite.ops._common import DTYPE_CODES  # noqa: E402
 from aiter_lite.testing import dtype_name  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import load_peers  # noqa: E402 - bench/common.py: the installed peers, else built from --peers
+
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
 
@@ -66,11 +69,7 @@ def main(argv=None) -> int:
         middle = times[cut:len(times) - cut] or times
         return sum(middle) / len(middle) * 1e3
 
-    dao = None
-    if args.dao:
-        sys.path.insert(0, args.peers)
-        import peers  # noqa: PLC0415
-        dao, _ = peers.dao_causal_conv1d(root=args.peers)
+    dao = load_peers(args.peers)[0] if args.dao else None
 
     n = 1 << 30
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)

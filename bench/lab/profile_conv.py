@@ -11,6 +11,7 @@ to compare with: -k regex:"causal_conv1d|copy").
 """
 import argparse
 import sys
+from pathlib import Path
 
 import torch
 
@@ -18,6 +19,9 @@ import aiter_lite
 from aiter_lite.jit import get_module
 from aiter_lite.testing import dtype_name
 from aiter_lite.ops._common import DTYPE_CODES
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import load_peers  # noqa: E402 - bench/common.py: the installed peers, else built from --peers
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -49,14 +53,10 @@ def main() -> None:
     if args.copy:
         copy_out = torch.empty_like(x)
         impls.append(("copy", lambda: copy_out.copy_(x)))
-    try:
-        sys.path.insert(0, args.peers)
-        import peers  # noqa: PLC0415
-        dao, _ = peers.dao_causal_conv1d(root=args.peers)
-        if args.width <= 4:
-            impls.append(("dao", lambda: dao.causal_conv1d_fn(x, w, b, activation="silu")))
-    except Exception as e:  # noqa: BLE001
-        print(f"dao unavailable: {e}")
+    dao, _, notes = load_peers(args.peers)
+    print("; ".join(notes))
+    if dao is not None and args.width <= 4:
+        impls.append(("dao", lambda: dao.causal_conv1d_fn(x, w, b, activation="silu")))
     for _, fn in impls:
         fn()
     torch.cuda.synchronize()

@@ -1,29 +1,15 @@
 #!/usr/bin/env python3
-"""Concurrent ranks on a cold JIT cache, started the way torchrun starts them.
+"""Concurrent ranks on a cold JIT cache, started the way torchrun starts them (docs/reliability.md).
 
-Starts N worker processes (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK in their
-environment, one per rank), all on one fresh AITER_LITE_CACHE_DIR. The workers meet at a file
-barrier after importing torch, so they all reach the cold cache within milliseconds; even ranks call
-the conv ops first and odd ranks matmul first, so both modules are built at the same time. Each rank
-runs every op (causal_conv1d, causal_conv1d_fwd(out=), causal_conv1d_update with pool indices,
-padded slots and cache_seqlens, matmul in every dtype) on its device (cuda:LOCAL_RANK % GPUs, or
-the CPU) on fresh random data and checks it against the float64 references.
+N workers (RANK, WORLD_SIZE, LOCAL_RANK, ... in their environment) share one fresh AITER_LITE_CACHE_DIR
+and meet at a file barrier, so they reach the cold cache together; even ranks call the conv ops first,
+odd ranks matmul, so both modules build at once. Each rank runs soak.py's cases of every op in every
+dtype on its device (cuda:LOCAL_RANK % GPUs, or the CPU) against the float64 references. --nodes K:
+K simulated nodes, each with its own AITER_LITE_LOCK_DIR, so up to K builds of a module may run; the
+atomic publish must leave one artifact. Builds are counted from the JIT's log in every rank and checked
+against the cache dir. Exit 1 on any mismatch, crash, timeout, build count out of range or leftover.
 
-  --nodes 1 (default): one lock dir. Expected: each module compiled exactly once.
-  --nodes K: K simulated nodes sharing the cache dir, each with its own AITER_LITE_LOCK_DIR
-    (N / K ranks each). Nodes do not see each other's locks, so up to K builds of a module may run;
-    the atomic publish must leave exactly one artifact and every result correct.
-
-Compilations are counted from the JIT's own log ("<module>: building for ...", as
-tests/jit_worker.py counts them) in every rank, and cross-checked against the cache dir
-(published artifacts with their manifests, failed builds, leftover .tmp-* build dirs).
-
-Prints one line per rank and a summary; writes --json. Exit 1 on any mismatch, crash, timeout,
-compilation count out of range or leftover build dir.
-
-  python3 bench/reliability/ranks.py                       # 8 ranks, GPU if present
-  python3 bench/reliability/ranks.py --nodes 2 --json $OUT/ranks_2nodes.json
-  python3 bench/reliability/ranks.py --device cpu --nproc 4
+  python3 bench/reliability/ranks.py [--nproc 8] [--nodes 2] [--device cpu] [--json F]
 """
 from __future__ import annotations
 
@@ -54,8 +40,6 @@ def parse_args(argv=None):
                    "dir under --work-dir)")
     p.add_argument("--work-dir", type=Path,
                    help="where cache, lock dirs and per-rank logs go (default: a new temp dir)")
-    p.add_argument("--keep", action="store_true",
-                   help="keep the work dir (the cache is kept anyway with --cache-dir)")
     p.add_argument("--timeout", type=float, default=600, help="seconds for the whole run (default 600)")
     p.add_argument("--json", type=Path, help="write the full report here")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -96,84 +80,33 @@ def _barrier(world: int, rank: int, timeout: float = 300) -> float:
     return time.monotonic() - start
 
 
-def _conv_checks(device, gen):
+def _check_groups(device, seed: int):
+    """A rank's checks, one group per module: soak.py's cases of every op in every dtype, seeded per rank."""
+    import random
+
     import torch
+    from soak import CPU_MAX, DTYPES, MAX, Case, conv_case, matmul_case, update_case
 
-    import aiter_lite
-    from checks import check_conv
+    if device.type == "cpu":
+        MAX.update(CPU_MAX)
+    conv = [lambda c, d=d, o=o: conv_case(c, o, dtype=d) for d in DTYPES for o in (False, True)]
+    conv += [lambda c, d=d: update_case(c, dtype=d) for d in DTYPES]
+    modes = ("fp16", "bf16", "fp32") + (("tf32",) if device.type == "cuda" else ())
+    matmul = [lambda c, m=m: matmul_case(c, mode=m) for m in modes]
 
-    def randn(*shape, dtype):
-        return torch.randn(*shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
-
-    results = []
-    for dtype in (torch.bfloat16, torch.float16, torch.float32):
-        for layout in ("contiguous", "channel_last"):
-            b, d, l, w = 2, 64, 257, 4
-            x = randn(b, l, d, dtype=dtype).transpose(1, 2) if layout == "channel_last" else randn(b, d, l, dtype=dtype)
-            weight, bias = randn(d, w, dtype=dtype), randn(d, dtype=dtype)
-            out = aiter_lite.causal_conv1d(x, weight, bias, "silu")
-            results.append((f"causal_conv1d {layout} {dtype}", check_conv(out, x, weight, bias, True)))
-    # out= form: strided x, fp32 weights with 16-bit x, no bias, no activation, poisoned output
-    for dtype in (torch.bfloat16, torch.float32):
-        x = randn(3, 40, 2 * 129 + 1, dtype=dtype)[:, :, 1::2]
-        weight = randn(40, 3, dtype=torch.float32)
-        out = torch.full(x.shape, float("nan"), dtype=dtype, device=device)
-        aiter_lite.causal_conv1d_fwd(out, x, weight, None, False)
-        results.append((f"causal_conv1d_fwd(out=) strided {dtype}", check_conv(out, x, weight, None, False)))
-    return results
-
-
-def _update_checks(device, gen):
-    import torch
-
-    from checks import run_update_checked
-
-    def randn(*shape, dtype):
-        return torch.randn(*shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
-
-    results = []
-    for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        batch, dim, width, pool = 4, 64, 4, 7
-        x = randn(batch, dim, dtype=dtype)
-        state = randn(pool, dim, width + 1, dtype=dtype)
-        weight, bias = randn(dim, width, dtype=dtype), randn(dim, dtype=dtype)
-        indices = torch.randperm(pool, generator=gen)[:batch].to(device=device, dtype=torch.int32)
-        indices[1] = -1  # a padded slot
-        seqlens = torch.randint(0, 50, (batch,), generator=gen, dtype=torch.int32).to(device)
-        results.append((f"causal_conv1d_update pool+indices+seqlens {dtype}",
-                        run_update_checked(x, state, weight, bias, True, seqlens, indices)))
-        x3 = randn(batch, dim, 2, dtype=dtype)
-        state3 = randn(batch, dim, width - 1, dtype=dtype)
-        results.append((f"causal_conv1d_update shift seqlen=2 {dtype}",
-                        run_update_checked(x3, state3, weight, None, False, None, None)))
-    return results
-
-
-def _matmul_checks(device, gen):
-    import torch
-
-    import aiter_lite
-    from checks import MATMUL_TOL, matmul_error
-
-    def randn(*shape, dtype):
-        return torch.randn(*shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
-
-    modes = [("fp16", torch.float16), ("bf16", torch.bfloat16), ("fp32", torch.float32)]
-    if device.type == "cuda":
-        modes.append(("tf32", torch.float32))
-    results = []
-    for mode, dtype in modes:
-        tf32 = mode == "tf32"
-        a, b = randn(129, 200, dtype=dtype), randn(127, 200, dtype=dtype).t()
-        out = torch.full((129, 127), float("nan"), dtype=dtype, device=device)
-        aiter_lite.matmul(a, b, out, allow_tf32=tf32)
-        err = matmul_error(out, a, b)
-        results.append((f"matmul 129x127x200 {mode}", None if err <= MATMUL_TOL[mode] else f"rel err {err:.3e}"))
-        a3, b2 = randn(3, 65, 70, dtype=dtype), randn(70, 33, dtype=dtype)
-        out3 = aiter_lite.matmul(a3, b2, allow_tf32=tf32)
-        err = matmul_error(out3, a3, b2)
-        results.append((f"matmul batched 3x65x33x70 {mode}", None if err <= MATMUL_TOL[mode] else f"rel err {err:.3e}"))
-    return results
+    def group(cases):
+        def run():
+            results = []
+            for i, fn in enumerate(cases):
+                c = Case(device, random.Random(seed + i), torch.Generator(device=device).manual_seed(seed + i))
+                try:
+                    results.append(fn(c))
+                except Exception as e:  # a crash is a failed check, reported like a mismatch
+                    results.append((c.desc or run.__name__, f"{type(e).__name__}: {e}"))
+            return results
+        run.__name__ = "conv" if cases is conv else "matmul"
+        return run
+    return [group(conv), group(matmul)]
 
 
 def worker(args) -> int:
@@ -203,15 +136,14 @@ def worker(args) -> int:
     waited = _barrier(world, rank)
     t_go = time.time()
 
-    gen = torch.Generator().manual_seed(1000 + rank)
-    groups = [_conv_checks, _update_checks, _matmul_checks]
+    groups = _check_groups(device, 1000 * (rank + 1))
     if rank % 2:  # odd ranks start with matmul: both modules build at once
         groups = groups[::-1]
     checks, first_call_s = [], None
     for group in groups:
         t = time.time()
         try:
-            checks += [(name, err) for name, err in group(device, gen)]
+            checks += group()
         except Exception as e:  # a crash is a failed rank, reported like a mismatch
             checks.append((group.__name__, f"{type(e).__name__}: {e}"))
         if first_call_s is None:
@@ -390,7 +322,7 @@ def launch(args) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1))
     shutil.rmtree(barrier, ignore_errors=True)
-    if not args.keep and args.work_dir is None and args.cache_dir is None and ok:
+    if args.work_dir is None and args.cache_dir is None and ok:
         shutil.rmtree(work, ignore_errors=True)
     else:
         print(f"logs: {logs}")

@@ -1,24 +1,13 @@
 #!/usr/bin/env bash
-# compute-sanitizer memcheck, racecheck, initcheck and synccheck over the small-shape sweeps of every
-# kernel (bench/reliability/sanitize_sweep.py: the op_tests --check_only sweeps plus the layouts, update
-# modes and tile configs they do not reach), one process per tool x op, each under a timeout, several
-# at once. Prints one line per tool x op (from its ERROR SUMMARY) and a verdict last.
+# compute-sanitizer memcheck, racecheck, initcheck and synccheck over sanitize_sweep.py's sweeps, one
+# process per tool x op under a timeout, several at once; a line per run and a verdict last
+# (sanitizer_summary.py). memcheck, racecheck and synccheck filter on kns=aiter_lite (our kernels'
+# namespace); initcheck runs unfiltered and counts only our reports. PYTORCH_NO_CUDA_MEMORY_CACHING=1
+# makes every tensor its own allocation. The canary (memcheck) must be reported. Logs: DIR (default
+# /tmp/aiter_lite_sanitize), packed into $OUT/sanitize_logs.tgz when $OUT is set.
 #
 #   bash bench/reliability/sanitize.sh [--tools memcheck,racecheck,initcheck,synccheck] [--ops conv,matmul,wgmma]
-#        [--jobs 5] [--timeout 300] [--quick] [--no-canary] [--no-build] [--logs DIR]
-#
-# - memcheck, racecheck, synccheck: --kernel-name kns=aiter_lite (every kernel of ours is in namespace
-#   aiter_lite; torch's kernels are not instrumented), so every reported error is in our kernels.
-# - initcheck: unfiltered, because a kernel left out by the filter is not instrumented and its writes
-#   would not count as initialization (torch's randn/copy kernels write our inputs). The summary
-#   counts the reports in aiter_lite kernels; torch's own are shown beside them.
-# - PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor is its own cudaMalloc, so an access past a tensor
-#   is past an allocation (memcheck sees it) and reused blocks cannot hide uninitialized reads.
-# - The canary (memcheck only): one launch with a planted out-of-bounds write in an aiter_lite kernel;
-#   it must be reported, which proves the filter matches our kernels and the tool works here.
-# Logs: DIR/<tool>-<target>.san.log (the tool), .app.log (the sweep's output), .rc; DIR defaults to
-# /tmp/aiter_lite_sanitize; with $OUT set they are also packed into $OUT/sanitize_logs.tgz (a device
-# call returns at most 8 files).
+#        [--jobs 5] [--timeout 300] [--quick] [--no-canary] [--no-pack] [--logs DIR]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TOOLS=memcheck,racecheck,initcheck,synccheck
@@ -29,7 +18,6 @@ QUICK=""
 CANARY=1
 LOGS=/tmp/aiter_lite_sanitize
 PACK=1
-BUILD=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --tools) TOOLS="$2"; shift 2 ;;
@@ -40,7 +28,6 @@ while [ $# -gt 0 ]; do
     --no-canary) CANARY=0; shift ;;
     --logs) LOGS="$2"; shift 2 ;;
     --no-pack) PACK=0; shift ;;
-    --no-build) BUILD=0; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -57,10 +44,8 @@ export PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 PYTHONPATH="$PWD${PYT
 echo "sanitizer: $SAN ($("$SAN" --version 2>/dev/null | grep -i version | head -1))"
 
 # Build outside the sanitizer (a no-op when the cache is warm).
-if [ "$BUILD" = 1 ]; then
-  python3 -m aiter_lite -q build module_causal_conv1d module_matmul --backend cuda || {
-    echo "SANITIZE FAIL: the modules did not build"; exit 1; }
-fi
+python3 -m aiter_lite -q build module_causal_conv1d module_matmul --backend cuda || {
+  echo "SANITIZE FAIL: the modules did not build"; exit 1; }
 
 runs=()
 IFS=, read -ra tool_list <<< "$TOOLS"

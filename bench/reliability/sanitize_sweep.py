@@ -1,29 +1,17 @@
 #!/usr/bin/env python3
-"""The small-shape sweep that bench/reliability/sanitize.sh runs under compute-sanitizer: every kernel
-of one op (every variant, layout, dtype, width path, update mode, matmul orientation and tile config)
-in one process, each result checked against float64.
+"""The small-shape sweep that sanitize.sh runs under compute-sanitizer: every kernel of one op (every
+variant, layout, dtype, width path, update mode, orientation and tile config) in one process, each
+result checked against float64 (docs/reliability.md lists what each --op covers).
 
-  --op conv     op_tests/test_causal_conv1d.py --check_only sweeps (layouts contiguous / channel_last /
-                strided, every variant, widths 1, 2, 4, 7, 9, seqlens 1, 65, 129, fp16/bf16/fp32, and
-                --update), then the paths op_tests does not reach: padded rows (shared-memory kernel),
-                fp32 weights with 16-bit x, misaligned pointers, channel-last with odd D, and the update
-                with cache_seqlens (negative too), pool indices with padded slots, an index past the
-                pool, channel-last state, seqlen 1..4.
-  --op matmul   op_tests/test_matmul.py --check_only sweeps (each variant in each dtype it takes, every
-                operand orientation, batched), then every tile config of the table in every mode and
-                orientation it accepts.
-  --op wgmma    the Hopper wgmma + TMA kernels alone (sm_90a): every wgmma config in fp16 and bf16 (and
-                every tf32 wgmma config in fp32 with allow_tf32), both
-                B layouts, shapes with tails on every side, K ranges that wrap the stage ring, and grids
-                with more tiles than CTAs (persistent loops, deferred epilogue stores, split-K clusters).
-  --canary      a memcheck self-test: one causal_conv1d launch whose output pointer is swapped for a
-                buffer far too small (a planted out-of-bounds write in an aiter_lite kernel). Run only
-                under the sanitizer: it must report errors, which proves the kernel-name filter matches.
+  --op conv     the op_tests --check_only sweeps, then padded rows, fp32 weights with 16-bit x,
+                misaligned pointers, channel-last odd D, every update mode and an index past the pool
+  --op matmul   the op_tests --check_only sweeps, then every tile config in every mode and orientation
+  --op wgmma    every Hopper wgmma config (sm_90a) on shapes that reach tails, the stage ring's wrap and
+                persistent loops
+  --canary      a planted out-of-bounds write in an aiter_lite kernel: memcheck must report it
 
-Combinations an op refuses with ValueError (e.g. a tile config of another path) are counted as
-skipped and listed. Exit 1 on any mismatch or unexpected exception.
+Combinations an op refuses with ValueError are counted as skipped. Exit 1 on any mismatch or error.
 
-  python3 bench/reliability/sanitize_sweep.py --op conv
   compute-sanitizer --tool racecheck --kernel-name kns=aiter_lite \
       python3 bench/reliability/sanitize_sweep.py --op matmul
 """
@@ -73,26 +61,26 @@ class Tally:
         self.record(what, err)
 
 
-def op_test(tally: Tally, module, argv: list[str], quiet: bool) -> None:
+def op_test(tally: Tally, module, argv: list[str]) -> None:
     """Run an op_tests main(argv) in this process; its exit code 1 (a row over tolerance) is a failure."""
     what = f"{module.__name__} {' '.join(argv)}"
     buf = io.StringIO()
     try:
-        with contextlib.redirect_stdout(buf) if quiet else contextlib.nullcontext():
+        with contextlib.redirect_stdout(buf):
             rc = module.main(argv)
     except ValueError as e:
         tally.skipped.append(f"{what}: {str(e).splitlines()[0][:160]}")
         return
     except Exception as e:
         rc = f"{type(e).__name__}: {e}"
-    tally.record(what, None if rc == 0 else f"exit {rc}" + ("\n" + buf.getvalue()[-2000:] if quiet else ""))
+    tally.record(what, None if rc == 0 else f"exit {rc}\n" + buf.getvalue()[-2000:])
 
 
 # ---------------------------------------------------------------------------------------------
 # conv
 
 
-def conv_sweep(tally: Tally, dev, quick: bool, quiet: bool) -> None:
+def conv_sweep(tally: Tally, dev, quick: bool) -> None:
     import test_causal_conv1d as tc
 
     from aiter_lite.ops.causal_conv1d import VARIANTS
@@ -102,7 +90,7 @@ def conv_sweep(tally: Tally, dev, quick: bool, quiet: bool) -> None:
     base = ["--check_only", "--no_torch", "--device", str(dev), "--batch", "2", "--dim", "40", "--seqlen", "1,65,129",
             "--width", widths, "--dtype", "fp16,bf16,fp32", "--variants", variants]
     for layout in ("contiguous", "channel_last", "strided"):
-        op_test(tally, tc, base + ["--layout", layout] + (["--update"] if layout == "contiguous" else []), quiet)
+        op_test(tally, tc, base + ["--layout", layout] + (["--update"] if layout == "contiguous" else []))
 
     gen = torch.Generator(device=dev).manual_seed(1)
 
@@ -183,7 +171,7 @@ def _configs():
         return []
 
 
-def matmul_sweep(tally: Tally, dev, quick: bool, quiet: bool) -> None:
+def matmul_sweep(tally: Tally, dev, quick: bool) -> None:
     import test_matmul as tm
 
     from aiter_lite.ops.matmul import VARIANTS
@@ -197,8 +185,8 @@ def matmul_sweep(tally: Tally, dev, quick: bool, quiet: bool) -> None:
     for dtypes, extra, variants in groups:
         for variant in variants:  # one call per variant: a variant refused for a dtype is skipped alone
             for orient in orientations:
-                op_test(tally, tm, base + ["--dtype", dtypes, "--variants", variant] + extra + orient, quiet)
-    op_test(tally, tm, base + ["--dtype", "fp16", "--variants", ",".join(kernels), "--batch", "3"], quiet)
+                op_test(tally, tm, base + ["--dtype", dtypes, "--variants", variant] + extra + orient)
+    op_test(tally, tm, base + ["--dtype", "fp16", "--variants", ",".join(kernels), "--batch", "3"])
 
     gen = torch.Generator(device=dev).manual_seed(2)
     modes = {"fp16": f16, "bf16": bf16, "tf32": f32, "fp32": f32}
@@ -317,7 +305,6 @@ def main(argv=None) -> int:
     p.add_argument("--op", choices=("conv", "matmul", "wgmma", "all"), default="all")
     p.add_argument("--device", default="auto")
     p.add_argument("--quick", action="store_true", help="fewer widths, shapes and orientations")
-    p.add_argument("--verbose", action="store_true", help="show the op_tests tables")
     p.add_argument("--canary", action="store_true", help="planted out-of-bounds write (run under memcheck only)")
     args = p.parse_args(argv)
     dev = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
@@ -329,9 +316,9 @@ def main(argv=None) -> int:
     t0 = time.time()
     tally = Tally()
     if args.op in ("conv", "all"):
-        conv_sweep(tally, dev, args.quick, not args.verbose)
+        conv_sweep(tally, dev, args.quick)
     if args.op in ("matmul", "all"):
-        matmul_sweep(tally, dev, args.quick, not args.verbose)
+        matmul_sweep(tally, dev, args.quick)
     if args.op == "wgmma":
         wgmma_sweep(tally, dev, args.quick)
     if dev.type == "cuda":

@@ -1,14 +1,8 @@
 #!/usr/bin/env python3
-"""Summarize the compute-sanitizer logs that sanitize.sh writes: one line per tool x target.
-
-For each <tool>-<target>.san.log (the tool's --log-file) it reads the last "ERROR SUMMARY: N errors"
-and attributes every report to a kernel: a report is ours when a line of it before the host
-backtrace names aiter_lite (our kernels all live in namespace aiter_lite). memcheck, racecheck and
-synccheck ran with --kernel-name kns=aiter_lite, so every report there counts. initcheck runs
-unfiltered (a filtered kernel's writes would not count as initialization, so our kernels would read
-"uninitialized" inputs written by torch's kernels): there only our reports count, and the others
-(torch's own) are shown beside them. The canary (memcheck on a planted out-of-bounds write) must
-report errors in an aiter_lite kernel.
+"""Summarize sanitize.sh's compute-sanitizer logs, one line per tool x target: a report is ours when a
+line of it before the host backtrace names aiter_lite (our kernels' namespace). initcheck runs
+unfiltered (a filtered kernel's writes would not count as initialization), so there only our reports
+count; the canary must be reported in an aiter_lite kernel.
 
 usage: python3 sanitizer_summary.py LOG_DIR [--json FILE]; exit 1 unless every run is clean.
 """

@@ -1,26 +1,13 @@
 #!/usr/bin/env bash
-# Issue 7 in one device call: reliability under load and faults. Prints a short summary last; full
-# figures and logs go to $OUT (at most 8 files: summary.txt, ranks.json, ranks_2nodes.json,
-# pytest.txt, sanitize_summary.json, soak.json, logs.tgz).
-# Run it through the device runner, bench/gpu.sh, which passes the mode and the environment on:
-#
-#   bench/gpu.sh reliability            # 1 GPU (nvidia-h100-x1): ~9 min
-#   bench/gpu.sh reliability 2gpu       # 2 GPUs (nvidia-h200-x2): ~6 min
-#   SOAK_BG_MIN=10 bench/gpu.sh reliability   # + a 10-min soak in the background (setsid),
-#   bench/gpu.sh reliability collect          #   collected by a second call right after
-#   RANKS_NPROC=4 bash bench/reliability/session.sh cpu  # the plumbing, on a machine without a GPU
-#
-# 1gpu phases (in this order, each under a timeout cut to the time left of BUDGET_S, default 570):
-#   ranks     ranks.py: 8 ranks, torchrun-style, on a cold cache (every module compiled once)
-#   nodes     ranks.py --nodes 2: shared cache, a lock dir per simulated node, cold
-#   pytest    -m gpu tests/test_gpu_reliability.py tests/test_bad_inputs.py (on the cache of `ranks`)
-#   sanitize  sanitize.sh --quick: memcheck, racecheck, initcheck, synccheck x conv, matmul + canary
-#   soak      soak.py --minutes $SOAK_MIN (default 2; shortened if time runs out)
-# 2gpu phases: ranks and nodes spread over both GPUs (LOCAL_RANK % 2), pytest (multigpu tests run),
-#   soak on cuda:1 for $SOAK_MIN (default 1) minute.
-# Environment: PHASES=ranks,nodes,... to run a subset; BUDGET_S; SOAK_MIN; SOAK_BG_MIN; RANKS_NPROC;
-# W (work dir, default /tmp/aiter_rel); CACHE_DIR (default /tmp/aiter_rel_cache).
-# A long soak in a call of its own: PHASES=soak SOAK_MIN=9 BUDGET_S=590 bench/gpu.sh reliability
+# Issue 7 in one device call (docs/reliability.md): run through bench/gpu.sh reliability [1gpu|2gpu|
+# collect]; `session.sh cpu` runs the plumbing without a GPU. Prints a summary last; figures and logs go
+# to $OUT (summary.txt, ranks.json, ranks_2nodes.json, pytest.txt, sanitize_summary.json, soak.json,
+# logs.tgz). Phases, each under a timeout cut to what is left of BUDGET_S (default 570):
+#   ranks     ranks.py: 8 ranks on a cold cache       nodes     ranks.py --nodes 2, a lock dir per node
+#   pytest    the reliability and bad-input GPU tests sanitize  sanitize.sh --quick (1gpu only)
+#   soak      soak.py --minutes $SOAK_MIN (default 2; 2gpu: 1 minute on cuda:1)
+# Environment: PHASES=ranks,nodes,...; BUDGET_S; SOAK_MIN; SOAK_BG_MIN (the soak in the background,
+# reported by `collect`); RANKS_NPROC; W (work dir); CACHE_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODE="${1:-1gpu}"

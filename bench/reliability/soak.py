@@ -1,31 +1,14 @@
 #!/usr/bin/env python3
 """Soak: random shapes, dtypes, widths and layouts through every op for M minutes, each call checked
-against the float64 references of aiter_lite.ops, with device memory watched.
+against the float64 references, device memory watched (docs/reliability.md says what each op draws).
 
-Ops, picked at random each step:
-  causal_conv1d        functional, bias / empty bias / none, SiLU or not, fp32 weights with 16-bit x
-  causal_conv1d_fwd    out= (poisoned with NaN, laid out like x or not), every GPU variant
-  causal_conv1d_update 2-D or 3-D x, shift register or cache_seqlens (circular), conv_state_indices
-                       with padded (-1) slots in a larger pool, contiguous or channel-last state
-  matmul               fp16 / bf16 / fp32 / tf32, transposed, padded, stepped (copied) and batched
-                       (broadcast) operands, out= or not, every variant
-Layouts of x: contiguous, channel-last, padded rows, strided slice. Widths 1..8 mostly, up to 16.
+A warm-up runs the largest case of every op, dtype and layout twice, so the memory peak is reached
+there; then every --sample-s seconds the idle memory_allocated() and the period's peak are sampled.
+Failures: a mismatch or exception; idle memory above its warm-up value by more than MAX_GROWTH_MB
+(a leak); a period's peak above the warm-up peak by more than MAX_PEAK_GROWTH_MB (the caching
+allocator may round a block up by 1 MiB); on the CPU, resident-set growth past MAX_RSS_GROWTH_MB.
 
-Memory: a warm-up runs the largest case of every op, dtype and layout (twice), so the peak is
-reached there; then torch.cuda.max_memory_allocated() (the warm-up peak) and memory_allocated() (idle,
-nothing of ours alive) are recorded. Every --sample-s seconds the idle memory_allocated() and the
-peak of the period (max_memory_allocated() since the last sample; the peak stats are reset after each
-sample) are recorded. Failures: idle memory_allocated() above its warm-up value by more than
---max-growth-mb (a leak: default 1 MiB), or a period's peak above the warm-up peak by more than
---max-peak-growth-mb (default 16 MiB: the caching allocator may hand out a block up to 1 MiB larger
-than asked when it does not split the rest, so the same tensors can count a little more in another
-free-block layout). On the CPU the process's resident set is reported and --max-rss-growth-mb applies.
-
-Writes --json (calls per op, mismatches with their cases and seeds, memory samples) and exits 1 on
-any mismatch, exception or memory growth.
-
-  python3 bench/reliability/soak.py --minutes 10 --json $OUT/soak.json
-  python3 bench/reliability/soak.py --device cpu --minutes 0.5
+  python3 bench/reliability/soak.py [--minutes 10] [--device cpu] [--json F]
 """
 from __future__ import annotations
 
@@ -57,6 +40,10 @@ X_LAYOUTS = ("contiguous", "channel_last", "padded", "strided")
 MAX = {"batch": 4, "dim": 192, "seqlen": 1500, "width": 16,                 # conv forward
        "ubatch": 8, "udim": 192, "useqlen": 4, "extra_state": 3, "extra_pool": 4,  # update
        "mnk": 384, "mbatch": 3}                                             # matmul
+# Limits, MiB: idle memory_allocated() growth after the warm-up, a period's peak over the warm-up
+# peak, the CPU's resident set growth; and the mismatches after which the run stops.
+MAX_GROWTH_MB, MAX_PEAK_GROWTH_MB, MAX_RSS_GROWTH_MB, MAX_MISMATCHES = 1.0, 16.0, 512.0, 50
+CPU_MAX = {"dim": 64, "seqlen": 384, "udim": 64, "mnk": 192}  # the float64 references are slow on a few cores
 
 
 def parse_args(argv=None):
@@ -65,12 +52,6 @@ def parse_args(argv=None):
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu, cuda, cuda:1 ...")
     p.add_argument("--seed", type=int, default=None, help="master seed (default: from the clock; in the JSON)")
     p.add_argument("--sample-s", type=float, default=15.0, help="memory sample interval in seconds (default 15)")
-    p.add_argument("--max-growth-mb", type=float, default=1.0,
-                   help="allowed growth of the idle memory_allocated() after warm-up (default 1 MiB)")
-    p.add_argument("--max-peak-growth-mb", type=float, default=16.0,
-                   help="allowed excess of a period's max_memory_allocated() over the warm-up peak (default 16 MiB)")
-    p.add_argument("--max-rss-growth-mb", type=float, default=512.0, help="CPU: allowed resident-set growth")
-    p.add_argument("--max-mismatches", type=int, default=50, help="stop early after this many mismatches")
     p.add_argument("--json", type=Path, help="write the report here")
     return p.parse_args(argv)
 
@@ -292,7 +273,7 @@ def main(argv=None) -> int:
             device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
     if device.type == "cpu":  # the float64 references are slow on a few cores: smaller shapes
-        MAX.update(dim=64, seqlen=384, udim=64, mnk=192)
+        MAX.update(CPU_MAX)
     seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
     print(f"soak: {args.minutes} min on {device} ({name}), seed {seed}", flush=True)
@@ -334,7 +315,7 @@ def main(argv=None) -> int:
     end = time.monotonic() + args.minutes * 60
     next_sample = time.monotonic() + args.sample_s
     ops = list(OPS)
-    while time.monotonic() < end and len(mismatches) < args.max_mismatches and not _stop:
+    while time.monotonic() < end and len(mismatches) < MAX_MISMATCHES and not _stop:
         op = master.choice(ops)
         run(op, OPS[op], master.randrange(1 << 31), "soak")
         if time.monotonic() >= next_sample:
@@ -353,15 +334,15 @@ def main(argv=None) -> int:
         later = samples[1:]
         growth["max_allocated"] = max(s["max_allocated"] for s in later) - base["max_allocated"]
         growth["allocated"] = max(s["allocated"] for s in later) - base["allocated"]
-        if growth["allocated"] > args.max_growth_mb * mib:
+        if growth["allocated"] > MAX_GROWTH_MB * mib:
             problems.append(f"idle memory_allocated grew by {growth['allocated'] / mib:.2f} MiB after warm-up "
-                            f"(limit {args.max_growth_mb} MiB)")
-        if growth["max_allocated"] > args.max_peak_growth_mb * mib:
+                            f"(limit {MAX_GROWTH_MB} MiB)")
+        if growth["max_allocated"] > MAX_PEAK_GROWTH_MB * mib:
             problems.append(f"max_memory_allocated exceeded the warm-up peak by {growth['max_allocated'] / mib:.2f} "
-                            f"MiB (limit {args.max_peak_growth_mb} MiB)")
+                            f"MiB (limit {MAX_PEAK_GROWTH_MB} MiB)")
     growth["rss"] = final["rss"] - base["rss"]
-    if device.type == "cpu" and growth["rss"] > args.max_rss_growth_mb * mib:
-        problems.append(f"resident set grew by {growth['rss'] / mib:.1f} MiB (limit {args.max_rss_growth_mb} MiB)")
+    if device.type == "cpu" and growth["rss"] > MAX_RSS_GROWTH_MB * mib:
+        problems.append(f"resident set grew by {growth['rss'] / mib:.1f} MiB (limit {MAX_RSS_GROWTH_MB} MiB)")
     if mismatches:
         problems.append(f"{len(mismatches)} mismatches")
     if _stop:

@@ -33,7 +33,7 @@ namespace conv1d {
 namespace {
 
 // Vectors per lane on large problems (1 on small ones). AITER_LITE_BWD_ROWS_VECS=4 builds the 4-vector
-// form for A/B timing (bench/conv_bwd).
+// form for A/B timing (bench/lab/conv_bwd).
 #ifdef AITER_LITE_BWD_ROWS_VECS
 constexpr int kRowsLargeVecs = AITER_LITE_BWD_ROWS_VECS;
 #else

@@ -319,17 +319,17 @@ SlicePlan plan_tensor_core(const MatmulParams& p, int32_t requested) {
   return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, -1, p), false, false};
 }
 
-// Relative per-SM throughput of a wgmma config, from the per-config sweep on an H100 (bench/
-// gpu_wgmma_tune.sh, 2026-11-21: mean TFLOP/s of fp16 and bf16 over 8192^3, 4096x11008x4096, 4096^3
-// and 8192x1024x8192, relative to 128 x 256): 128 x 256 with 2 of 4 pieces' stores deferred 1.06,
-// 128 x 256 1.0 (the 2-CTA multicast cluster the same), 128 x 192 0.98 (with a deferred piece
-// 0.93), 128 x 128 0.89, 128 x 64 0.58, 64 x 64 0.39. Split-K configs keep 0.6 of their tile's rate
-// (non-persistent clusters that fill their ring from cold and meet at barriers: measured 275 vs
-// 287 TFLOP/s for 128 x 64 at 128x8192x8192).
+// Relative per-SM throughput of a wgmma config, from the per-config sweep on an H100 (bench/gpu.sh
+// matmul --issue6 --configs --sweep-path wgmma_16, 2026-11-21: mean TFLOP/s of fp16 and bf16 over
+// 8192^3, 4096x11008x4096, 4096^3 and 8192x1024x8192, relative to 128 x 256): 128 x 256 with 2 of 4
+// pieces' stores deferred 1.06, 128 x 256 1.0 (the 2-CTA multicast cluster the same), 128 x 192 0.98
+// (with a deferred piece 0.93), 128 x 128 0.89, 128 x 64 0.58, 64 x 64 0.39. Split-K configs keep 0.6
+// of their tile's rate (non-persistent clusters that fill their ring from cold and meet at barriers:
+// measured 275 vs 287 TFLOP/s for 128 x 64 at 128x8192x8192).
 //
 // b_rows_off_sector: B's lines start at odd multiples of 16 bytes (wgmma_b_rows_off_sector). Then only
 // the 2 x 2 clusters keep that rate; 2-CTA clusters run at 0.88 of it and single CTAs at 0.53 (per-SM
-// TFLOP/s over full waves at 3000^3, 5000^3 and 3000x3000x4096 bf16, bench/gpu_wgmma_cluster.sh,
+// TFLOP/s over full waves at 3000^3, 5000^3 and 3000x3000x4096 bf16, bench/lab/probe_wgmma_configs.py,
 // 2026-11-21: 2 x 2 clusters 128 x 256 about 640 on 120 SMs, 128 x 192 600, 128 x 128 570; the
 // 2-CTA cluster 615 on 132 SMs; 128 x 192 alone 370).
 double wgmma_config_rate(const MatmulTileConfig& c, bool b_rows_off_sector) {
@@ -358,7 +358,7 @@ constexpr double kWgmmaSplitKOverhead = 2.0 * 128 * 256;
 // TMA row then begins in the middle of a 32-byte sector, and single CTAs ran at about half speed
 // (3000^3 bf16 on an H100: 359 TFLOP/s, 3008^3 700; K-major B the same, 355). The 2 x 2 clusters load
 // each B line once per two CTAs (and each A line once per two) and keep their speed, so the planner
-// turns to them. Measured on the H100 (2026-11-21, bench/gpu_wgmma_cluster.sh) and left out of the
+// turns to them. Measured on the H100 (2026-11-21, bench/lab/probe_wgmma_configs.py) and left out of the
 // rule: A lines at such offsets (4096x4096x3000: 1.01x cuBLAS as they are), B lines at 32-byte
 // multiples (2000^3, 4000-byte lines: 0.93x), and M <= 256, where B streams from memory with few
 // tile rows to share it (128x3000x8192: 128 x 64 tiles 0.86x cuBLAS, the 2 x 2 cluster 0.70x).
@@ -435,8 +435,8 @@ SlicePlan plan_wgmma(const MatmulParams& p, bool probe) {
 }
 
 // Relative per-SM throughput of a tf32 wgmma config (wgmma_tf32_choose_config). Initial estimates
-// (no H100 sweep yet; bench/gpu_wgmma_tf32.sh measures them): 256 x 128 1.0, 192 x 128 0.97,
-// 128 x 128 0.9, 128 x 64 (one consumer) 0.55.
+// (no H100 sweep yet; bench/gpu.sh matmul --dtypes tf32 --sweep-path wgmma_tf32 measures them):
+// 256 x 128 1.0, 192 x 128 0.97, 128 x 128 0.9, 128 x 64 (one consumer) 0.55.
 double wgmma_tf32_config_rate(const MatmulTileConfig& c) {
   const int64_t area = int64_t{c.bm} * c.bn;
   return area >= 256 * 128 ? 1.0 : area >= 192 * 128 ? 0.97 : area >= 128 * 128 ? 0.9 : 0.55;

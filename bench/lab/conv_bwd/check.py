@@ -330,28 +330,11 @@ def sanitize(mod):
 # ---------------------------------------------------------------------------------------------- timing
 
 def gpu_time_us(fn, reps=40):
-    """Median GPU time of fn replayed from a CUDA graph, L2 flushed (256 MB write) before each replay."""
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+    """Median GPU time of fn replayed from a CUDA graph, L2 flushed before each replay (bench/common.py)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from common import graph_time_us
+
+    return graph_time_us(fn, reps)
 
 
 def time_all(mod, peer, mod_cl8=None, mod_rows4=None, quick=False):

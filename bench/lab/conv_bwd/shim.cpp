@@ -1,4 +1,4 @@
-// Test-only pybind11 shim for the CUDA backward of causal conv1d, built by bench/conv_bwd/check.py
+// Test-only pybind11 shim for the CUDA backward of causal conv1d, built by bench/lab/conv_bwd/check.py
 // while the real binding is written elsewhere: Python passes data pointers, sizes and strides (a
 // dict of ints), this fills CausalConv1dBwdParams and calls the launcher. No torch headers.
 #include <pybind11/pybind11.h>
