@@ -182,21 +182,25 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
         if (t1 + u < t2) xv[u].load(xp + (t1 + u) * a.x_seq_stride);
-      // win[i] = input at position t - kHalo + i for the next output t, under the sequence rules.
+      // win[i] = input at position t - kHalo + i for the next output t (initial state or zeros before the
+      // sequence start), win_id[i] its seq_idx: a tap reads it only for an output of the same index
+      // (causal-conv1d's rule; the window before the start carries the first run's index).
       float win[kHaloAlloc][kV];
+      int32_t win_id[kHaloAlloc];
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {
         const int64_t pos = t1 - kHalo + i;
-        if (pos >= s.start && (!use_seq_idx || seq_id(a, r, pos) == cur_id)) {
+        if (pos >= s.start) {
           vec_t h;
           h.load(xp + pos * a.x_seq_stride);
 #pragma unroll
           for (int c = 0; c < kV; ++c) win[i][c] = to_float(h.elt[c]);
+          win_id[i] = use_seq_idx ? seq_id(a, r, pos) : 0;
         } else {
 #pragma unroll
           for (int c = 0; c < kV; ++c)
-            win[i][c] = (pos < s.start && s.has_init) ? init_at<T>(a, s.slot, d0 + c, a.state_len - (s.start - pos))
-                                                      : 0.f;
+            win[i][c] = s.has_init ? init_at<T>(a, s.slot, d0 + c, a.state_len - (s.start - pos)) : 0.f;
+          win_id[i] = cur_id;
         }
       }
 
@@ -209,13 +213,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         for (int u = 0; u < kUnroll; ++u) {
           if (t + u < t2) {
             const int32_t id = use_seq_idx ? seq_id(a, r, t + u) : 0;  // same address across the warp
-            if (id != cur_id) {  // a new run of seq_idx starts from zeros
-              cur_id = id;
-#pragma unroll
-              for (int i = 0; i < kHalo; ++i)
-#pragma unroll
-                for (int c = 0; c < kV; ++c) win[i][c] = 0.f;
-            }
             float cur[kV];
             vec_t yv;
 #pragma unroll
@@ -223,7 +220,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
               cur[c] = to_float(xv[u].elt[c]);
               float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
 #pragma unroll
-              for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], win[j][c], acc);
+              for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], win_id[j] == id ? win[j][c] : 0.f, acc);
               yv.elt[c] = from_float<T>(id < 0 ? 0.f : activate(acc, a.silu));  // padding tokens output 0
             }
             if (s.active) yv.store(op + (t + u) * a.out_seq_stride);
@@ -233,6 +230,9 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
               for (int j = 0; j + 1 < kHalo; ++j) win[j][c] = win[j + 1][c];
               if (kHalo > 0) win[kHaloAlloc - 1][c] = cur[c];
             }
+#pragma unroll
+            for (int j = 0; j + 1 < kHalo; ++j) win_id[j] = win_id[j + 1];
+            if (kHalo > 0) win_id[kHaloAlloc - 1] = id;
           }
         }
 #pragma unroll
