@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import statistics
 import sys
+from pathlib import Path
 
 import torch
 
@@ -20,29 +20,13 @@ from aiter_lite.ops import causal_conv1d_ref, causal_conv1d_varlen_ref
 from aiter_lite.testing import TOLERANCE, rel_error
 
 DEV = torch.device("cuda")
-FLUSH = None
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
+from common import graph_time_us as _graph_time_us  # noqa: E402
 
 
 def graph_time_us(fn, reps=40) -> float:
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    times = []
-    for _ in range(reps):
-        FLUSH.random_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
+    return _graph_time_us(fn, reps)
 
 
 def copy_us(nbytes: int) -> float:
@@ -213,7 +197,6 @@ def time_prefill():
 
 
 def main():
-    global FLUSH
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-time", action="store_true")
@@ -221,7 +204,6 @@ def main():
     args = ap.parse_args()
     fails = 0 if args.no_check else run_checks(args.quick)
     if not args.no_time:
-        FLUSH = torch.empty(256 << 20, dtype=torch.uint8, device=DEV)
         time_features()
         time_prefill()
     sys.exit(1 if fails else 0)
