@@ -8,7 +8,7 @@ channel-last tensor), weight [D, W] and bias [D] in x's dtype, SiLU on. Medians 
 events, L2 flushed); TB/s counts x read + out written. "vs peer" = faster peer's time / ours; "vs
 copy" = our TB/s / a 1 GiB device copy's in the same run ("here": a copy of the same bytes). Update:
 x [B, D], conv_state [B, D, W-1] ("state CL": stored [B, W-1, D]), bytes = x + out + state read and
-written. Host: wall time per call of back-to-back calls on tiny tensors.
+written. Host: where the time of a tiny call goes (bench_host).
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ QUICK_UPDATE = [(1, 4096), (64, 10240), (256, 10240)]
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="target shapes only, shorter timing")
-    p.add_argument("--host-only", action="store_true", help="only the host-overhead rows (no peers)")
+    p.add_argument("--host-only", action="store_true", help="only the host-overhead rows (no peers): bench/gpu.sh host")
     p.add_argument("--fwd-shapes", help="forward shapes only, dtype:BxDxL:W,... (no update or host rows)")
     p.add_argument("--out", type=Path, help="the run's JSON")
     args = p.parse_args(argv)
@@ -129,29 +129,69 @@ def bench_update(shapes, timer, dao, notes, records, gen):
                                         tbps=nbytes / us / 1e6, rel_err=err))
 
 
+def gpu_per_kernel(fn, n: int = 800) -> float:
+    """GPU time per call of n calls queued behind a sleep kernel (so the events time the kernels only)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(50_000_000)
+    start.record()
+    for _ in range(n):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / n
+
+
 def bench_host(dao, notes, records):
-    """Wall time per call of 2000 back-to-back calls on tiny tensors (the GPU idles): host overhead."""
-    x, w, b = (torch.randn(*s, device="cuda", dtype=torch.float16) for s in ((1, 64, 16), (64, 4), (64,)))
+    """Where the host time of a tiny call goes (1x64x16 fp16, W=4, bias, SiLU), the fastest of 7 rounds of
+    back-to-back calls: wall = per call of 2000 with the final synchronize (max(host, GPU time)); enqueue =
+    CPU time per call of 400 from an idle GPU (the host overhead proper); the GPU time per kernel; then
+    the Python path's pieces alone (enqueue only)."""
+    from aiter_lite.ops import _common
+
+    conv = sys.modules["aiter_lite.ops.causal_conv1d"]
+    x, w, b, state, x_step = (torch.randn(*s, device="cuda", dtype=torch.float16)
+                              for s in ((1, 64, 16), (64, 4), (64,), (1, 64, 3), (1, 64)))  # x_step: a decode step's
     out = torch.empty_like(x)
-    from aiter_lite.jit import get_module
-    launch = get_module("module_causal_conv1d", "cuda").causal_conv1d_fwd_contiguous
-    args = (x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), 1, 64, 16, 4, 1, 1, True, 0,
-            torch.cuda.current_stream().cuda_stream)
+    mod, stream = conv.get_module(conv.MODULE, "cuda"), torch.cuda.current_stream().cuda_stream
+    largs = (x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), 1, 64, 16, 4, 1, 1, True, 0, stream)
+    x3 = x_step.unsqueeze(-1)
+    uout = torch.empty_like(x3)
+    uargs = (x3.data_ptr(), state.data_ptr(), w.data_ptr(), b.data_ptr(), 0, 0, uout.data_ptr(), 1, 64, 1, 4, 3, 1,
+             *x3.stride(), *state.stride(), *w.stride(), 1, *uout.stride(), 1, 1, True, stream)
     calls = {
         "aiter_lite causal_conv1d": lambda: aiter_lite.causal_conv1d(x, w, b, "silu"),
         "aiter_lite causal_conv1d_fwd(out=)": lambda: aiter_lite.causal_conv1d_fwd(out, x, w, b, True),
+        "causal_conv1d_fwd(out=) variant=naive": lambda: aiter_lite.causal_conv1d_fwd(out, x, w, b, True,
+                                                                                     variant="naive"),
+        "causal_conv1d_update (1x64, state 3)": lambda: aiter_lite.causal_conv1d_update(x_step, state, w, b, "silu"),
         "torch F.conv1d+slice+silu": lambda: torch_conv(x, w, b),
         "torch.add": lambda: torch.add(x, x),
-        "(part) binding call, arguments precomputed": lambda: launch(*args),
+        "(part) binding call, arguments precomputed": lambda: mod.causal_conv1d_fwd_contiguous(*largs),
+        "(part) _launch_fwd_fast (one-pass checks + launch)": lambda: conv._launch_fwd_fast(out, x, w, b, True, "auto"),
         "(part) torch.empty_like": lambda: torch.empty_like(x),
+        "(update) binding call, arguments precomputed": lambda: mod.causal_conv1d_update(*uargs),
+        "(update) _launch_update": lambda: conv._launch_update(uout, x3, state, w, b, True, None, None),
     }
     if dao is not None:
         calls["dao causal_conv1d_fn"] = lambda: dao.causal_conv1d_fn(x, w, b, activation="silu")
-    for name, fn in calls.items():
+    pieces = {  # no launch
+        "_well_formed_fwd": lambda: conv._well_formed_fwd(out, x, w, b, True, "auto"),
+        "check_no_alias": lambda: _common.check_no_alias("out", out, (("x", x), ("weight", w), ("bias", b))),
+        "get_module": lambda: conv.get_module(conv.MODULE, "cuda"),
+        "device_and_stream": lambda: _common.device_and_stream(x),
+        "(update) _well_formed_update": lambda: conv._well_formed_update(x_step, state, w, b, None, None),
+        "(update) unsqueeze + empty_like + squeeze": lambda: torch.empty_like(x_step.unsqueeze(-1)).squeeze(-1),
+    }
+    for name, fn in [*calls.items(), *(("(piece) " + k, f) for k, f in pieces.items())]:
         try:
-            records.append(dict(op="host", shape="1x64x16", B=1, D=64, L=16, W=4, dtype="fp16", impl=name,
-                                us=host_us(fn), tbps=0.0))
-        except Exception as e:  # noqa: BLE001
+            piece = name.startswith("(piece)")
+            times = dict(enqueue_us=host_us(fn, 400 if not piece else 2000, 7, sync=False),
+                         us=None if piece else host_us(fn, 2000, 7),
+                         gpu_us=None if piece or "empty_like" in name else gpu_per_kernel(fn))
+            records.append(dict(op="host", shape="1x64x16", B=1, D=64, L=16, W=4, dtype="fp16", impl=name, tbps=0.0,
+                                **times))
+        except Exception as e:  # noqa: BLE001 - a private piece that changed is noted, not fatal
             notes.append(f"host {name} failed: {type(e).__name__}: {str(e)[:160]}")
 
 
@@ -184,9 +224,10 @@ def tables(records, copy) -> str:
             for (op, dt, shape, _), row in by_key.items() if op.startswith("update")]
     text += ["### update (W=4, seqlen 1): us (TB/s)", md_table(["dtype", "BxD", "state", "aiter_lite", "dao", "torch",
                                                                  "vs dao"], rows)]
-    rows = [[r["impl"], f"{r['us']:.1f}"] for r in records if r["op"] == "host"]
+    rows = [[r["impl"], *("-" if r.get(k) is None else f"{r[k]:.2f}" for k in ("us", "enqueue_us", "gpu_us"))]
+            for r in records if r["op"] == "host"]
     return "\n\n".join(text + ["### host overhead (tiny tensors, back-to-back): us per call",
-                               md_table(["call", "us"], rows)])
+                               md_table(["call", "wall (2000, synced)", "enqueue", "GPU per kernel"], rows)])
 
 
 def main(argv=None) -> int:

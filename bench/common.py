@@ -101,36 +101,17 @@ def set_torch_tf32(enabled: bool) -> None:
         torch.backends.cuda.matmul.allow_tf32 = enabled
 
 
-def load_peers(root, skip: bool = False):
-    """(causal_conv1d, fla's causal_conv1d, notes): installed by bench/gpu.sh (peer_cache.py), else built
-    from root (.peers/peers.py); a peer that does not load is None, with a note."""
+def load_peers(root=None, skip: bool = False):
+    """(causal_conv1d, fla's causal_conv1d, notes): the peers bench/gpu.sh installs from the carried .peers
+    (bench/peer_cache.py); both None, with a note, where they do not import. root: unused (kept for callers)."""
     if skip:
         return None, None, ["peers skipped"]
     try:
         import causal_conv1d as dao
         from fla.modules.causal_conv1d import causal_conv1d as fla
-        return dao, fla, [f"peers installed: causal-conv1d from {Path(dao.__file__).parent}, fla"]
-    except Exception:  # noqa: BLE001 - not installed: build them from root below
-        pass
-    notes, dao, fla = [], None, None
-    try:
-        sys.path.insert(0, str(root))
-        import peers
-    except Exception as e:  # noqa: BLE001
-        return None, None, [f"peers.py not importable from {root}: {e}"]
-    t0 = time.time()
-    try:
-        dao, build_s = peers.dao_causal_conv1d(root=str(root))
-        notes.append(f"dao causal-conv1d loaded (build {build_s:.0f} s)")
-    except Exception as e:  # noqa: BLE001
-        notes.append(f"dao causal-conv1d unavailable: {type(e).__name__}: {str(e)[:200]}")
-    try:
-        fla = peers.fla_causal_conv1d(root=str(root))
-        notes.append("fla loaded")
-    except Exception as e:  # noqa: BLE001
-        notes.append(f"fla unavailable: {type(e).__name__}: {str(e)[:200]}")
-    notes.append(f"peer setup {time.time() - t0:.0f} s")
-    return dao, fla, notes
+    except Exception as e:  # noqa: BLE001 - the suites run without peers, and say so
+        return None, None, [f"peers not importable (bench/gpu.sh installs them from .peers): {type(e).__name__}: {e}"]
+    return dao, fla, [f"peers: causal-conv1d from {Path(dao.__file__).parent}, fla"]
 
 
 def fla_conv(fla):

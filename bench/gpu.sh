@@ -8,10 +8,10 @@
 #   conv_bwd ARGS      bench/bench_conv_bwd.py: backward and fwd+bwd (CUDA graphs) beside causal-conv1d, fla, torch
 #   matmul ARGS        bench/bench_matmul.py: against cuBLAS, the default config and per-config sweeps
 #   cp ARGS            bench/bench_cp_conv.py: context-parallel conv vs the plain op (torchrun on every GPU)
-#   host ARGS          bench/host_overhead_conv.py: where the host time of a tiny conv call goes
+#   host ARGS          bench/bench_causal_conv1d.py --host-only: where the host time of a tiny conv call goes
 #   planner ARGS       bench/plan_vs_measure.py: the tile planner's ranking against measurement
-#   reliability ARGS   bench/reliability/session.sh: ranks on a cold cache, GPU tests, sanitizers, soak
-#   sanitize ARGS      bench/reliability/sanitize.sh: compute-sanitizer over every kernel
+#   reliability [quick] bench/reliability/session.sh: ranks on a cold cache, GPU tests, sanitizers, soak
+#   sanitize ARGS      bench/reliability/sanitize.py: compute-sanitizer over every kernel
 #   tests [ARGS]       python3 -m pytest -q -m gpu ARGS (default: tests/)
 #   build [MODULE...]  cold build of each module side by side, then each one's warm load in a new process
 #   lab/FILE [ARGS]    an experiment of bench/lab (its README): .cu built with nvcc and run, .py run, .sh sourced
@@ -81,16 +81,16 @@ suite() {  # suite N NAME ARGS...
       export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"  # NVLink multicast stays off on the lent machines
       if [ "$gpus" -gt 1 ]; then torchrun --nproc-per-node="$gpus" bench/bench_cp_conv.py "$@"
       else python3 bench/bench_cp_conv.py "$@"; fi ;;
-    host) python3 bench/host_overhead_conv.py --out "$OUT/$tag.json" "$@" ;;
+    host) python3 bench/bench_causal_conv1d.py --host-only --out "$OUT/$tag.json" "$@" ;;
     planner) python3 bench/plan_vs_measure.py --out "$OUT/$tag.json" "$@" ;;
     reliability) bash bench/reliability/session.sh "$@" ;;
-    sanitize) bash bench/reliability/sanitize.sh "$@" ;;
+    sanitize) python3 bench/reliability/sanitize.py "$@" ;;
     tests) python3 -m pytest -q -m gpu -p no:cacheprovider "${@:-tests}" ;;
     build) [ $# -gt 0 ] || set -- module_causal_conv1d module_matmul; cold_build "$@" && warm_load "$@" ;;
     lab/*.cu) nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc/include -o "/tmp/$tag" "bench/$name" && "/tmp/$tag" "$@" ;;
-    lab/*.py) python3 "bench/$name" "$@" ;;
+    lab/*.py) peers; python3 "bench/$name" "$@" ;;
     lab/*.sh) ( source "bench/$name" "$@" ) ;;
-    cmd) "$@" ;;
+    cmd) peers > /dev/null 2>&1; "$@" ;;  # the peers on the path, quietly (a lab script may use them)
     *) echo "unknown suite '$name' (bench/gpu.sh --help lists them)"; false ;;
   esac 2>&1 | tee "$OUT/$tag.txt"
   local rc=${PIPESTATUS[0]}

@@ -1,13 +1,10 @@
 #!/usr/bin/env python3
-"""The peers, built once per machine (bench/gpu.sh calls this): causal-conv1d with its backward
-(.peers/peers.py's with_bwd=True build) and flash-linear-attention's wheel, from the carried .peers/,
-installed into CACHE/site so that `import causal_conv1d` and `import fla` work with it on sys.path.
-CACHE lies outside the repository; a later call on the same (warm) machine finds CACHE/site/READY
-and returns at once instead of building again (about 90 s on 16 cores). `--pack FILE` writes the built
-site as a .tar.xz; a carried .peers/prebuilt_site.tar.xz made that way on the same torch is unpacked
-instead of building (a cold machine then needs no peer build).
+"""The peers, once per machine (bench/gpu.sh runs this): causal-conv1d with its backward (.peers/peers.py's
+with_bwd=True build) and flash-linear-attention, from the carried .peers/, installed into CACHE/site (outside
+the repository; CACHE/site/READY marks it done, so a warm machine skips this). A .peers/prebuilt_site.tar.xz
+written by --pack on the same torch is unpacked instead of building (about 90 s on 16 cores).
 
-    python bench/peer_cache.py --peers .peers --cache /tmp/aiter_lite_peers
+    python bench/peer_cache.py --peers .peers --cache /tmp/aiter_lite_peers [--pack FILE]
 """
 from __future__ import annotations
 

@@ -1,20 +1,17 @@
-"""The tile planner's ranking against measurement (docs/planner.md): every table config of a path on a
-few shapes. Per shape and mode (fp16, bf16: the tensor_core_16 configs; fp32 strict: SIMT; tf32: the
-tensor_core_tf32 configs) it times every config that fits the GPU's shared memory, the default call
-(variant auto, autotuning off), the same call autotuned (a private tuned-config file, tuned before the
-timing) and torch.matmul, each result checked once against float64 (do_bench medians, L2 flushed), and
-compares with the planner's order: the measured best, the planner's top 3 and the best's rank there,
-and how much slower the planner's #1 ran. Paths the planner does not model are not timed.
+"""The tile planner's ranking against measurement (docs/planner.md). Per shape and mode (fp16, bf16: the
+tensor_core_16 configs; fp32 strict: SIMT; tf32: tensor_core_tf32) it times every config that fits the
+GPU's shared memory, the default call (autotuning off), the same call autotuned (a private tuned-config
+file) and torch.matmul, each result checked once against float64 (medians, L2 flushed), and sets the
+measured best beside the planner's order: its top 3, the best's rank there, how much slower its #1 ran.
 
     python bench/plan_vs_measure.py [--quick] [--out PATH]           # on a CUDA GPU, ~2-3 min on an H100
     python bench/plan_vs_measure.py --dry-run [--device h100]        # any machine: what would be measured
     python bench/plan_vs_measure.py --from-json PATH [--replan] [--update-docs docs/planner.md]
 
---out writes the run: "records" (M, N, K, dtype, impl, config, us, tflops, rel_err, ok; impl "cublas",
-"aiter_lite", "aiter_lite_auto" or "aiter_lite_tuned" (config: the tuner's pick, -1 for the kernel's
-own)) and "comparisons"; the table comes last; exit 1 if a result is off. --from-json prints the table
-of a run or results file again (--replan: ranked by the current planner); --update-docs also puts it
-between the PLAN VS MEASURE markers of that file.
+--out: the run, "records" (M, N, K, dtype, impl: cublas, aiter_lite (per config), aiter_lite_auto or
+aiter_lite_tuned (config: the tuner's pick), us, tflops, rel_err, ok) and "comparisons"; exit 1 if a
+result is off. --from-json prints the table of a run or results file again (--replan: ranked by the
+current planner), --update-docs also puts it between the PLAN VS MEASURE markers of that file.
 """
 from __future__ import annotations
 
@@ -196,30 +193,16 @@ def measure(args) -> int:
 # ---- comparison and tables (pure Python) --------------------------------------------------------
 
 
-def _ranks(values):
-    """1-based ranks, ties averaged."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for t in range(i, j + 1):
-            ranks[order[t]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
 def spearman(xs, ys):
-    """Spearman's rank correlation of two equally long sequences (None below 3 points or no spread)."""
+    """Spearman's rank correlation (ties get their mean rank); None below 3 points or without spread."""
+    def ranks(v):
+        return [sum(u < x for u in v) + (sum(u == x for u in v) + 1) / 2 for x in v]
     if len(xs) < 3:
         return None
-    rx, ry = _ranks(xs), _ranks(ys)
+    rx, ry = ranks(xs), ranks(ys)
     mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
     vx, vy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
-    return None if vx == 0 or vy == 0 else cov / math.sqrt(vx * vy)
+    return None if vx == 0 or vy == 0 else sum((a - mx) * (b - my) for a, b in zip(rx, ry)) / math.sqrt(vx * vy)
 
 
 def no_launch(*args):
@@ -330,41 +313,30 @@ def main(argv=None) -> int:
                    help="with --from-json: rank the stored measurements with the current planner (model --device)")
     args = p.parse_args(argv)
     from aiter_lite.testing import dtype_names
+    from aiter_lite.tuning.hardware import get_device
 
     try:
-        args.modes = dtype_names(args.dtypes, allowed=("fp16", "bf16", "fp32", "tf32"))
+        args.modes = dtype_names(args.dtypes, allowed=tuple(MODES))
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
-    unknown = [d for d in args.modes if d not in MODES]
-    if unknown:
-        p.error(f"unknown dtype(s) {unknown}; choose from {', '.join(MODES)}")
+    for flag in ("update_docs", "replan"):
+        if getattr(args, flag) and not args.from_json:
+            p.error(f"--{flag.replace('_', '-')} goes with --from-json")
     args.shapes = args.shapes or (QUICK_SHAPES if args.quick else SHAPES)
     args.warmup_ms = args.warmup_ms or (10.0 if args.quick else 25.0)
     args.rep_ms = args.rep_ms or (40.0 if args.quick else 100.0)
-
-    if args.update_docs and not args.from_json:
-        p.error("--update-docs goes with --from-json")
-    if args.replan and not args.from_json:
-        p.error("--replan goes with --from-json")
     if args.from_json:
         doc = read_run(args.from_json)
-        if args.replan:
-            from aiter_lite.tuning.hardware import get_device
-
-            doc = replan(doc, get_device(args.device))
-        table = markdown(doc)
+        table = markdown(replan(doc, get_device(args.device)) if args.replan else doc)
         print(table)
         if args.update_docs:
             update_docs(args.update_docs, table)
             print(f"\nupdated {args.update_docs}")
         return 0
     if args.dry_run:
-        from aiter_lite.tuning.hardware import get_device
-
         model = get_device(args.device)
         return dry_run(args.shapes, args.modes, model, model.smem_per_block)
     return measure(args)
-
 
 if __name__ == "__main__":
     sys.exit(main())

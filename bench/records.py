@@ -103,10 +103,3 @@ def parse_shapes(text: str) -> list:
         raise ValueError(f"expected MxNxK,... with positive sizes, got {text!r}")
     return shapes
 
-
-if __name__ == "__main__":  # python bench/records.py FILE...: rewrite results files of the old layout, one line per run
-    import sys
-
-    for name in sys.argv[1:]:
-        old = json.loads(Path(name).read_text())
-        Path(name).write_text(dump_results(old if "runs" in old else to_results(old)))

@@ -35,8 +35,8 @@ def test_peer_cache_without_peers_then_cached(tmp_path):
     assert r.returncode == 0 and "cached" in r.stdout and "built earlier" in r.stdout
 
 
-SUITES = ["bench_causal_conv1d.py", "bench_conv_bwd.py", "bench_matmul.py", "bench_cp_conv.py", "host_overhead_conv.py",
-          "plan_vs_measure.py", "reliability/ranks.py", "reliability/soak.py", "reliability/sanitize_sweep.py"]
+SUITES = ["bench_causal_conv1d.py", "bench_conv_bwd.py", "bench_matmul.py", "bench_cp_conv.py", "plan_vs_measure.py",
+          "reliability/ranks.py", "reliability/soak.py", "reliability/sanitize.py"]
 
 
 def test_every_suite_imports_and_parses_its_arguments():
@@ -64,3 +64,25 @@ def test_suite_tables_from_records():
                       variant="wgmma", kernel="wgmma 14", config_resolved=14)]
     assert "| bf16 | auto | geomean of 6 shapes >= 0.95 | 0.970 | yes |" in mm.issue6_summary(recs)
     assert "oracle 0.990" in mm.best_config_summary(recs) and "| 14 | bf16 |" in mm.markdown_tables(recs)
+
+
+def test_sanitizer_logs_are_attributed_and_judged():
+    sys.path.insert(0, str(REPO / "bench" / "reliability"))
+    import sanitize
+
+    ours = ("========= Invalid __global__ write of size 4 bytes\n=========     at void aiter_lite::conv_kernel(...)\n"
+            "=========     Saved host backtrace up to driver entry point\n=========     Host Frame: aiter_lite.so\n"
+            "========= ERROR SUMMARY: 1 error\n")
+    theirs = ("========= Uninitialized __global__ memory read of size 4 bytes\n=========     at at::native::fill\n"
+              "=========     Saved host backtrace up to driver entry point\n=========     Host Frame: aiter_lite.so\n"
+              "========= ERROR SUMMARY: 1 error\n")
+    assert sanitize.parse_log(ours)["ours"] == 1 and sanitize.parse_log(theirs)["ours"] == 0  # host frames don't count
+    sweep = "SWEEP conv PASS: 204 checks, 0 failed\n1 passed"
+    assert sanitize.verdict("memcheck", "canary", sanitize.parse_log(ours), 9, "")[0]
+    assert not sanitize.verdict("memcheck", "canary", sanitize.parse_log(theirs), 0, "")[0]
+    assert sanitize.verdict("initcheck", "conv", sanitize.parse_log(theirs), 9, sweep)[0]  # torch's own report
+    assert not sanitize.verdict("memcheck", "conv", sanitize.parse_log(ours), 9, sweep)[0]
+    assert not sanitize.verdict("memcheck", "conv", sanitize.parse_log("no summary"), -9, "")[0]  # timed out
+    racecheck = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+    assert sanitize.verdict("racecheck", "conv", sanitize.parse_log(racecheck), 0, sweep)[0]
+    assert not sanitize.verdict("racecheck", "conv", sanitize.parse_log(racecheck), 1, "SWEEP conv FAIL")[0]

@@ -21,7 +21,7 @@ from aiter_lite.testing import dtype_name
 from aiter_lite.ops._common import DTYPE_CODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import load_peers  # noqa: E402 - bench/common.py: the installed peers, else built from --peers
+from common import load_peers  # noqa: E402 - bench/common.py: the peers bench/gpu.sh installs
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 

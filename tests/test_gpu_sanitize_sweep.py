@@ -1,41 +1,43 @@
-#!/usr/bin/env python3
-"""The small-shape sweep that sanitize.sh runs under compute-sanitizer: every kernel of one op (every
-variant, layout, dtype, width path, update mode, orientation and tile config) in one process, each
-result checked against float64 (docs/reliability.md lists what each --op covers).
+"""The small-shape sweep that bench/reliability/sanitize.py runs under compute-sanitizer (and a GPU
+test of its own): every kernel of one op (every variant, layout, dtype, width path, update mode,
+orientation and tile config), each result checked against float64 (docs/reliability.md lists what
+each test covers). A combination an op refuses with ValueError is counted as skipped.
 
-  --op conv     the op_tests --check_only sweeps, then padded rows, fp32 weights with 16-bit x,
+  test_conv     the op_tests --check_only sweeps, then padded rows, fp32 weights with 16-bit x,
                 misaligned pointers, channel-last odd D, every update mode and an index past the pool
-  --op matmul   the op_tests --check_only sweeps, then every tile config in every mode and orientation
-  --op wgmma    every Hopper wgmma config (sm_90a) on shapes that reach tails, the stage ring's wrap and
+  test_matmul   the op_tests --check_only sweeps, then every tile config in every mode and orientation
+  test_wgmma    every Hopper wgmma config (sm_90a) on shapes that reach tails, the stage ring's wrap and
                 persistent loops
-  --canary      a planted out-of-bounds write in an aiter_lite kernel: memcheck must report it
 
-Combinations an op refuses with ValueError are counted as skipped. Exit 1 on any mismatch or error.
+AITER_LITE_SWEEP_QUICK=1: fewer widths, shapes and orientations. Each test prints a SWEEP line.
+test_canary plants an out-of-bounds write in an aiter_lite kernel for memcheck to report: it runs only
+with AITER_LITE_SANITIZER_CANARY=1 (sanitize.py sets it in its memcheck run of the canary).
 
   compute-sanitizer --tool racecheck --kernel-name kns=aiter_lite \
-      python3 bench/reliability/sanitize_sweep.py --op matmul
+      python3 -m pytest -q -s -m gpu tests/test_gpu_sanitize_sweep.py -k matmul
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import itertools
+import os
 import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "op_tests"))
-sys.path.insert(0, str(HERE))
+import pytest
+import torch
 
-import torch  # noqa: E402
+import aiter_lite
+from reliability_cases import MATMUL_TOL, check_conv, run_update_checked
+from aiter_lite.testing import matmul_rel_error as matmul_error
+from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
 
-import aiter_lite  # noqa: E402
-from checks import MATMUL_TOL, check_conv, matmul_error, run_update_checked  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "op_tests"))
 
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+QUICK = os.environ.get("AITER_LITE_SWEEP_QUICK") == "1"
 f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
 
 
@@ -60,6 +62,14 @@ class Tally:
             err = f"{type(e).__name__}: {e}"
         self.record(what, err)
 
+    def finish(self, op: str, t0: float) -> None:
+        torch.cuda.synchronize()
+        for s in self.skipped[:40]:
+            print("skipped: " + s)
+        print(f"SWEEP {op} {'FAIL' if self.failed else 'PASS'}: {self.checks} checks, {len(self.failed)} failed, "
+              f"{len(self.skipped)} refused combinations skipped, {time.time() - t0:.1f} s")
+        assert not self.failed, "\n".join(f.splitlines()[0] for f in self.failed[:20])
+
 
 def op_test(tally: Tally, module, argv: list[str]) -> None:
     """Run an op_tests main(argv) in this process; its exit code 1 (a row over tolerance) is a failure."""
@@ -80,13 +90,14 @@ def op_test(tally: Tally, module, argv: list[str]) -> None:
 # conv
 
 
-def conv_sweep(tally: Tally, dev, quick: bool) -> None:
+def test_conv():
+    dev, tally, t0 = torch.device("cuda"), Tally(), time.time()
     import test_causal_conv1d as tc
 
     from aiter_lite.ops.causal_conv1d import VARIANTS
 
     variants = ",".join(VARIANTS)  # auto first, then every GPU kernel step
-    widths = "1,4,9" if quick else "1,2,4,7,9"
+    widths = "1,4,9" if QUICK else "1,2,4,7,9"
     base = ["--check_only", "--no_torch", "--device", str(dev), "--batch", "2", "--dim", "40", "--seqlen", "1,65,129",
             "--width", widths, "--dtype", "fp16,bf16,fp32", "--variants", variants]
     for layout in ("contiguous", "channel_last", "strided"):
@@ -98,7 +109,7 @@ def conv_sweep(tally: Tally, dev, quick: bool) -> None:
         return torch.randn(*shape, generator=gen, device=dev).to(dtype)
 
     vs = list(VARIANTS)
-    for dtype, width, variant in itertools.product((f16, bf16, f32), (3, 4) if quick else (2, 3, 4, 8), vs):
+    for dtype, width, variant in itertools.product((f16, bf16, f32), (3, 4) if QUICK else (2, 3, 4, 8), vs):
         x = rnd(2, 24, 70 + 5, dtype=dtype)[:, :, :70]  # padded rows: the shared-memory kernel
         w, b = rnd(24, width, dtype=dtype), rnd(24, dtype=dtype)
         out = torch.full_like(x, float("nan"))
@@ -128,7 +139,7 @@ def conv_sweep(tally: Tally, dev, quick: bool) -> None:
                                                                  x, w, b, False))
 
     # decode update: every mode
-    modes = itertools.product((f16, bf16, f32), (1, 4) if quick else (1, 2, 4, 8), (1, 2, 4), ("shift", "circular"),
+    modes = itertools.product((f16, bf16, f32), (1, 4) if QUICK else (1, 2, 4, 8), (1, 2, 4), ("shift", "circular"),
                               ("none", "indices"), ("contiguous", "channel_last"))
     for n, (dtype, width, seqlen, mode, idx_mode, state_layout) in enumerate(modes):
         batch, dim = 5, 40
@@ -156,22 +167,15 @@ def conv_sweep(tally: Tally, dev, quick: bool) -> None:
             torch.cuda.synchronize(dev)
             return None if bool((out[1] == 0).all() and (out[3] == 0).all()) else "index past the pool not zeroed"
         tally.run("update index past the pool", past_pool)
+    tally.finish("conv", t0)
 
 
 # ---------------------------------------------------------------------------------------------
 # matmul
 
 
-def _configs():
-    try:
-        from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
-        return list(MATMUL_CONFIGS)
-    except Exception as e:  # the table is another module's business; the sweep goes on without it
-        print(f"note: no tile-config table ({type(e).__name__}: {e}); config sweep skipped", flush=True)
-        return []
-
-
-def matmul_sweep(tally: Tally, dev, quick: bool) -> None:
+def test_matmul():
+    dev, tally, t0 = torch.device("cuda"), Tally(), time.time()
     import test_matmul as tm
 
     from aiter_lite.ops.matmul import VARIANTS
@@ -179,7 +183,7 @@ def matmul_sweep(tally: Tally, dev, quick: bool) -> None:
     kernels = [v for v in VARIANTS if v != "auto"]
     shapes = ["-m", "1,129", "-n", "7,127", "-k", "16,129"]
     base = ["--check_only", "--no_torch", "--device", str(dev)] + shapes
-    orientations = ([[]] if quick else [[], ["--transpose_a"], ["--transpose_b"], ["--transpose_a", "--transpose_b"]])
+    orientations = ([[]] if QUICK else [[], ["--transpose_a"], ["--transpose_b"], ["--transpose_a", "--transpose_b"]])
     groups = [("fp16,bf16", [], kernels + ["auto"]), ("fp32", [], ["naive", "tiled", "auto"]),
               ("fp32", ["--tf32"], [v for v in kernels if v not in ("naive", "tiled")] + ["auto"])]
     for dtypes, extra, variants in groups:
@@ -190,8 +194,8 @@ def matmul_sweep(tally: Tally, dev, quick: bool) -> None:
 
     gen = torch.Generator(device=dev).manual_seed(2)
     modes = {"fp16": f16, "bf16": bf16, "tf32": f32, "fp32": f32}
-    shape_list = [(130, 200, 96)] if quick else [(130, 200, 96), (256, 256, 128), (1, 7, 129)]
-    orients = ((False, False), (True, True)) if quick else ((False, False), (True, True), (False, True), (True, False))
+    shape_list = [(130, 200, 96)] if QUICK else [(130, 200, 96), (256, 256, 128), (1, 7, 129)]
+    orients = ((False, False), (True, True)) if QUICK else ((False, False), (True, True), (False, True), (True, False))
 
     def operands(m, n, k, dt, ta, tb):
         a = (torch.randn(k, m, generator=gen, device=dev).to(dt).t() if ta else
@@ -200,7 +204,7 @@ def matmul_sweep(tally: Tally, dev, quick: bool) -> None:
              torch.randn(k, n, generator=gen, device=dev).to(dt))
         return a, b
 
-    for index, cfg in enumerate(_configs()):
+    for index, cfg in enumerate(MATMUL_CONFIGS):
         for mode, variant in itertools.product(modes, kernels):
             dt, tf32 = modes[mode], mode == "tf32"
             name = f"config {index} ({getattr(cfg, 'path', '?')}) {mode} {variant}"
@@ -219,26 +223,27 @@ def matmul_sweep(tally: Tally, dev, quick: bool) -> None:
                     err = matmul_error(out, a, b)
                     return None if err <= MATMUL_TOL[mode] else f"relative error {err:.3e}"
                 tally.run(f"{name} {m}x{n}x{k} {'t' if ta else 'n'}{'t' if tb else 'n'}", one)
+    tally.finish("matmul", t0)
 
 
 def _round8(x: int) -> int:
     return (x + 7) // 8 * 8
 
 
-def wgmma_sweep(tally: Tally, dev, quick: bool) -> None:
+def test_wgmma():
     """Every wgmma config (csrc/kernels/matmul_wgmma.cuh) on the shapes that reach its code paths."""
-    if dev.type != "cuda" or torch.cuda.get_device_capability(dev) != (9, 0):
-        print("note: the wgmma sweep needs a compute capability 9.0 GPU; skipped", flush=True)
-        return
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the wgmma kernels need a compute capability 9.0 GPU")
+    dev, tally, t0 = torch.device("cuda"), Tally(), time.time()
     from aiter_lite.ops.matmul import matmul_plan
 
     gen = torch.Generator(device=dev).manual_seed(3)
     # (M, N, K): tails on every side; K past the stage ring (several k-tiles, with a K tail); and
     # 2304 x 2048 (144 tiles of 128 x 256, more than an H100's 132 CTAs: a CTA runs a second tile,
     # which is where deferred stores and the ring's phase flips are exercised).
-    shapes = [(130, 200, 96), (1, 7, 16), (129, 127, 520)] + ([] if quick else [(2304, 2048, 136), (64, 8192, 1000)])
+    shapes = [(130, 200, 96), (1, 7, 16), (129, 127, 520)] + ([] if QUICK else [(2304, 2048, 136), (64, 8192, 1000)])
     modes = {"wgmma_16": ("fp16", "bf16"), "wgmma_tf32": ("tf32",)}
-    runs = [(c, mode) for c in _configs() for mode in modes.get(getattr(c, "path", ""), ())]
+    runs = [(c, mode) for c in MATMUL_CONFIGS for mode in modes.get(getattr(c, "path", ""), ())]
     dtypes = {"fp16": f16, "bf16": bf16, "tf32": f32}
     for (cfg, mode), tb in itertools.product(runs, (False, True)):
         dt, tf32 = dtypes[mode], mode == "tf32"
@@ -258,82 +263,30 @@ def wgmma_sweep(tally: Tally, dev, quick: bool) -> None:
                 err = matmul_error(out, a, b)
                 return None if err <= MATMUL_TOL[mode] else f"relative error {err:.3e}"
             tally.run(name, one)
+    tally.finish("wgmma", t0)
 
 
-# ---------------------------------------------------------------------------------------------
+@pytest.mark.skipif(os.environ.get("AITER_LITE_SANITIZER_CANARY") != "1", reason="run by sanitize.py under memcheck")
+def test_canary():
+    """One causal_conv1d_fwd whose out pointer is swapped for a 16-float buffer's (memcheck must report it)."""
+    conv = sys.modules["aiter_lite.ops.causal_conv1d"]
+    x, w = torch.randn(4, 256, 1024, device="cuda"), torch.randn(256, 4, device="cuda")
+    out, tiny = torch.empty_like(x), torch.empty(16, device="cuda")
+    real_get = conv.get_module
 
+    class SwapOut:  # the loaded module, with the out pointer (found by value) swapped in every call
+        def __init__(self, mod):
+            self.mod = mod
 
-class _SwapOut:
-    """Wraps a loaded module: the call's out pointer (found by value) is swapped for another one."""
-
-    def __init__(self, mod, real_ptr: int, fake_ptr: int):
-        self.mod, self.real_ptr, self.fake_ptr = mod, real_ptr, fake_ptr
-
-    def __getattr__(self, name):
-        fn = getattr(self.mod, name)
-
-        def call(*args):
-            args = [self.fake_ptr if a == self.real_ptr else a for a in args]
-            return fn(*args)
-        return call
-
-
-def canary(dev) -> int:
-    """A planted out-of-bounds write in an aiter_lite kernel (memcheck must report it)."""
-    import aiter_lite.ops  # noqa: F401, PLC0415
-    conv_mod = sys.modules["aiter_lite.ops.causal_conv1d"]  # the module: aiter_lite.ops.causal_conv1d is the function
-
-    x = torch.randn(4, 256, 1024, device=dev)
-    w = torch.randn(256, 4, device=dev)
-    out = torch.empty_like(x)
-    tiny = torch.empty(16, device=dev)  # the kernel will write 1 M floats here
-    real_get = conv_mod.get_module
-    conv_mod.get_module = lambda name, backend: _SwapOut(real_get(name, backend), out.data_ptr(), tiny.data_ptr())
+        def __getattr__(self, name):
+            fn = getattr(self.mod, name)
+            return lambda *a: fn(*(tiny.data_ptr() if v == out.data_ptr() else v for v in a))
+    conv.get_module = lambda name, backend: SwapOut(real_get(name, backend))
     try:
         aiter_lite.causal_conv1d_fwd(out, x, w, None, False)
-        torch.cuda.synchronize(dev)
-    except Exception as e:  # the sanitizer may turn the fault into a CUDA error here: expected
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - the sanitizer may turn the fault into a CUDA error: expected
         print(f"canary: {type(e).__name__}: {str(e)[:200]}")
     finally:
-        conv_mod.get_module = real_get
+        conv.get_module = real_get
     print("CANARY_LAUNCHED (the sanitizer must report an invalid __global__ write in an aiter_lite kernel)")
-    return 0
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--op", choices=("conv", "matmul", "wgmma", "all"), default="all")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--quick", action="store_true", help="fewer widths, shapes and orientations")
-    p.add_argument("--canary", action="store_true", help="planted out-of-bounds write (run under memcheck only)")
-    args = p.parse_args(argv)
-    dev = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                       ("cpu" if args.device == "auto" else args.device))
-    if args.canary:
-        if dev.type != "cuda":
-            raise SystemExit("--canary needs a GPU")
-        return canary(dev)
-    t0 = time.time()
-    tally = Tally()
-    if args.op in ("conv", "all"):
-        conv_sweep(tally, dev, args.quick)
-    if args.op in ("matmul", "all"):
-        matmul_sweep(tally, dev, args.quick)
-    if args.op == "wgmma":
-        wgmma_sweep(tally, dev, args.quick)
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-    for s in tally.skipped[:40]:
-        print("skipped: " + s)
-    if len(tally.skipped) > 40:
-        print(f"skipped: ... {len(tally.skipped) - 40} more")
-    ok = not tally.failed
-    print(f"SWEEP {args.op} {'PASS' if ok else 'FAIL'}: {tally.checks} checks, {len(tally.failed)} failed, "
-          f"{len(tally.skipped)} refused combinations skipped, {time.time() - t0:.1f} s on {dev}")
-    for f in tally.failed[:20]:
-        print("  failed: " + f.splitlines()[0])
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
