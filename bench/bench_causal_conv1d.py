@@ -155,10 +155,6 @@ def bench_host(dao, notes, records):
     out = torch.empty_like(x)
     mod, stream = conv.get_module(conv.MODULE, "cuda"), torch.cuda.current_stream().cuda_stream
     largs = (x.data_ptr(), w.data_ptr(), b.data_ptr(), out.data_ptr(), 1, 64, 16, 4, 1, 1, True, 0, stream)
-    x3 = x_step.unsqueeze(-1)
-    uout = torch.empty_like(x3)
-    uargs = (x3.data_ptr(), state.data_ptr(), w.data_ptr(), b.data_ptr(), 0, 0, uout.data_ptr(), 1, 64, 1, 4, 3, 1,
-             *x3.stride(), *state.stride(), *w.stride(), 1, *uout.stride(), 1, 1, True, stream)
     calls = {
         "aiter_lite causal_conv1d": lambda: aiter_lite.causal_conv1d(x, w, b, "silu"),
         "aiter_lite causal_conv1d_fwd(out=)": lambda: aiter_lite.causal_conv1d_fwd(out, x, w, b, True),
@@ -170,8 +166,6 @@ def bench_host(dao, notes, records):
         "(part) binding call, arguments precomputed": lambda: mod.causal_conv1d_fwd_contiguous(*largs),
         "(part) _launch_fwd_fast (one-pass checks + launch)": lambda: conv._launch_fwd_fast(out, x, w, b, True, "auto"),
         "(part) torch.empty_like": lambda: torch.empty_like(x),
-        "(update) binding call, arguments precomputed": lambda: mod.causal_conv1d_update(*uargs),
-        "(update) _launch_update": lambda: conv._launch_update(uout, x3, state, w, b, True, None, None),
     }
     if dao is not None:
         calls["dao causal_conv1d_fn"] = lambda: dao.causal_conv1d_fn(x, w, b, activation="silu")

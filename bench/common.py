@@ -24,22 +24,11 @@ def need_cuda(name: str) -> None:
         raise SystemExit(f"{name}: needs a CUDA GPU")
 
 
-def make_timer(warmup_ms: float = 25, rep_ms: float = 100, device="cuda"):
-    """(time_us(fn), its name): triton's do_bench median when triton is there, else aiter_lite's."""
-    try:
-        if torch.device(device).type != "cuda":
-            raise ImportError
-        from triton.testing import do_bench
+def make_timer(warmup_ms: float = 25, rep_ms: float = 100):
+    """(time_us(fn), its name): triton's do_bench median (CUDA events, L2 flushed)."""
+    from triton.testing import do_bench
 
-        def time_us(fn):
-            return do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median") * 1e3
-        return time_us, "triton.testing.do_bench"
-    except ImportError:
-        from aiter_lite.testing import bench
-
-        def time_us(fn):
-            return bench(fn, torch.device(device), warmup_ms=warmup_ms, rep_ms=rep_ms)["us"]
-        return time_us, "aiter_lite.testing.bench"
+    return lambda fn: do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median") * 1e3, "triton.testing.do_bench"
 
 
 _FLUSH = []

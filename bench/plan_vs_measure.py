@@ -96,20 +96,16 @@ def measure(args) -> int:
     import aiter_lite
     from aiter_lite.tuning import autotune
     from common import make_timer, set_torch_tf32 as set_tf32
-    from aiter_lite.tuning.hardware import device_from_torch, get_device
+    from aiter_lite.tuning.hardware import device_from_torch
 
-    if args.cpu:  # a smoke test of this script: the CPU kernel ignores variant and config
-        device, dev_name, model = torch.device("cpu"), "cpu (smoke test: configs not used)", get_device(args.device)
-        sms, max_smem = model.sm_count, model.smem_per_block
-    elif not torch.cuda.is_available():
+    if not torch.cuda.is_available():
         print("plan_vs_measure: needs a CUDA GPU (use --dry-run to list the measurements)", file=sys.stderr)
         return 2
-    else:
-        props = torch.cuda.get_device_properties(0)
-        device, dev_name, model = torch.device("cuda"), torch.cuda.get_device_name(), device_from_torch()
-        sms = props.multi_processor_count
-        max_smem = int(getattr(props, "shared_memory_per_block_optin", 0) or model.smem_per_block)
-    time_us, timer = make_timer(args.warmup_ms, args.rep_ms, device)
+    props, device, dev_name, model = (torch.cuda.get_device_properties(0), torch.device("cuda"),
+                                      torch.cuda.get_device_name(), device_from_torch())
+    sms = props.multi_processor_count
+    max_smem = int(getattr(props, "shared_memory_per_block_optin", 0) or model.smem_per_block)
+    time_us, timer = make_timer(args.warmup_ms, args.rep_ms)
     print(f"device: {dev_name} ({sms} SMs), torch {torch.__version__}, timer {timer}; "
           f"planner model: {model.name}", flush=True)
     t_start = time.time()
@@ -157,28 +153,24 @@ def measure(args) -> int:
             auto_fn = lambda: aiter_lite.matmul(a, b, out, allow_tf32=tf32)  # noqa: E731
             err = check(auto_fn)  # the first call also builds the module
             auto = record("aiter_lite_auto", -1, time_us(auto_fn), err)
-            tuned = tuned_config = None
-            if device.type == "cuda":  # the tuner needs CUDA events
-                autotune.configure(enabled=True, tuner=tuner)
-                n_tuned = tuner.tunings
-                err = check(auto_fn)  # tunes (not timed)
-                tuned_config = tuner.select(a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0), tf32, "auto",
-                                            no_launch)  # what the call above chose: a lookup now
-                tuned = record("aiter_lite_tuned", tuned_config, time_us(auto_fn), err)
-                autotune.configure(enabled=False)
-                if tuner.tunings != n_tuned + 1:
-                    print(f"  note: the autotuner tuned {tuner.tunings - n_tuned} times for this call", flush=True)
+            autotune.configure(enabled=True, tuner=tuner)
+            n_tuned = tuner.tunings
+            err = check(auto_fn)  # tunes (not timed)
+            tuned_config = tuner.select(a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0), tf32, "auto",
+                                        no_launch)  # what the call above chose: a lookup now
+            tuned = record("aiter_lite_tuned", tuned_config, time_us(auto_fn), err)
+            autotune.configure(enabled=False)
+            if tuner.tunings != n_tuned + 1:
+                print(f"  note: the autotuner tuned {tuner.tunings - n_tuned} times for this call", flush=True)
             measured = {}
             for cfg in p["configs"]:
                 fn = (lambda c=cfg: aiter_lite.matmul(a, b, out, allow_tf32=tf32, variant=p["variant"], config=c))
                 err = check(fn)
                 measured[cfg] = record("aiter_lite", cfg, time_us(fn), err)["us"]
             set_tf32(False)
-            comparisons.append(compare(p, measured, cublas["us"], auto["us"],
-                                       None if tuned is None else tuned["us"], tuned_config))
+            comparisons.append(compare(p, measured, cublas["us"], auto["us"], tuned["us"], tuned_config))
         del inputs
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
+        torch.cuda.empty_cache()
 
     doc = write_run(args.out, dev_name, torch.__version__, records, timer=timer, planner_device=model.name,
                     seconds=round(time.time() - t_start, 1), comparisons=comparisons)
@@ -304,9 +296,7 @@ def main(argv=None) -> int:
     p.add_argument("--rep-ms", type=float, default=None, help="timed time per measurement (default 100; quick 40)")
     p.add_argument("--out", type=Path, help="the run's JSON")
     p.add_argument("--dry-run", action="store_true", help="list the measurements and the planner's top 3; no GPU")
-    p.add_argument("--device", default="h100", help="--dry-run, --cpu, --replan: planner device model (default h100)")
-    p.add_argument("--cpu", action="store_true", help="run the measurement loop on the CPU: a smoke test of this "
-                   "script (the CPU kernel ignores variant and config; the times mean nothing)")
+    p.add_argument("--device", default="h100", help="--dry-run, --replan: planner device model (default h100)")
     p.add_argument("--from-json", type=Path, help="print the tables of a written JSON; measure nothing")
     p.add_argument("--update-docs", type=Path, help="with --from-json: replace the PLAN VS MEASURE block of this file")
     p.add_argument("--replan", action="store_true",
