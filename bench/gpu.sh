@@ -17,10 +17,9 @@
 #   lab/FILE [ARGS]    an experiment of bench/lab (its README): .cu built with nvcc and run, .py run, .sh sourced
 #   cmd COMMAND...     any command in this environment (e.g. ncu ... python3 bench/lab/profile_matmul.py)
 #
-# The environment, once per call: $OUT (default /tmp/out: what a device call brings back), the repo on
-# PYTHONPATH, JIT caches under /tmp (reused while the machine stays warm), and the device line (GPU,
-# driver, torch) in $OUT/env.txt. Each suite's output also goes to $OUT/<n>_<suite>.txt; the suites that
-# write JSON write $OUT/<n>_<suite>.json (add it to bench/results/ with bench/append_results.py).
+# Once per call: $OUT (default /tmp/out), the repo on PYTHONPATH, JIT caches under /tmp (kept while the
+# machine stays warm), the device line in $OUT/env.txt. Each suite's output goes to $OUT/<n>_<suite>.txt,
+# its JSON to $OUT/<n>_<suite>.json (bench/append_results.py adds it to bench/results/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -eq 0 ] || [ "$1" = -h ] || [ "$1" = --help ]; then

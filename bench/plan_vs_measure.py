@@ -54,8 +54,6 @@ def tflops(m: int, n: int, k: int, us: float) -> float:
 
 
 # ---- the plan (no GPU needed) -------------------------------------------------------------------
-
-
 def planned(shape, mode: str, model, max_smem: int) -> dict:
     """What gets timed for one shape and mode, and the planner's view of it."""
     m, n, k = shape
@@ -86,8 +84,6 @@ def dry_run(shapes, modes, model, max_smem: int) -> int:
 
 
 # ---- measurement (CUDA) -------------------------------------------------------------------------
-
-
 def measure(args) -> int:
     import tempfile
 
@@ -183,8 +179,6 @@ def measure(args) -> int:
 
 
 # ---- comparison and tables (pure Python) --------------------------------------------------------
-
-
 def spearman(xs, ys):
     """Spearman's rank correlation (ties get their mean rank); None below 3 points or without spread."""
     def ranks(v):
