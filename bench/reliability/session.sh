@@ -11,7 +11,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODE="${1:-full}" OUT="${OUT:-/tmp/out}" W="${W:-/tmp/aiter_rel}" BUDGET_S="${BUDGET_S:-570}" T0=$SECONDS
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())")
+INFO=$(python3 -c "import torch; n = torch.cuda.device_count()
+print(n, f'{torch.cuda.get_device_name(0) if n else \"cpu\"} x{n}, torch {torch.__version__}')")  # one torch import
+GPUS=${INFO%% *}
 DEV=cuda SOAK_DEV="cuda:$((GPUS - 1))" SAN_ARGS=(--quick --jobs 9)
 case "$MODE" in
   full) PHASES="${PHASES:-ranks,nodes,pytest,sanitize,soak}" ;;
@@ -34,7 +36,7 @@ phase() {
   local rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || status=1
   note "$name: rc $rc | $(grep -h "^$prefix" "$W/$name.txt" | tail -n 1 | cut -c1-200 || true)"
 }
-note "env: $(python3 -c "import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')") x$GPUS, torch $(python3 -c 'import torch; print(torch.__version__)'), mode $MODE"
+note "env: ${INFO#* }, mode $MODE"
 
 CACHE="$W/ranks/cache"  # the ranks phase builds it cold; the later phases reuse it warm
 for ph in ${PHASES//,/ }; do
