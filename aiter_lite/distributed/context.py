@@ -39,7 +39,10 @@ class CPContext:
         # Which tensors the group's backend can exchange ("gloo", "nccl", or "cpu:gloo,cuda:nccl").
         self.cpu_exchange = "gloo" in backend or "mpi" in backend
         self.cuda_exchange = "nccl" in backend or "mpi" in backend or "rccl" in backend
-        self._ids = _sequence_ids(rank, layout, local_lens, cu_seqlens, separate_parts=True)
+        # Packed input: one id per (part, sequence), so no window reads from one part into the next. Fixed-length
+        # rows need none: the outputs of a part that read the part before it are its head, recomputed with its
+        # halo (and corrected in the backward, function.py); the fast kernels without seq_idx run meanwhile.
+        self._ids = _sequence_ids(rank, layout, local_lens, cu_seqlens, separate_parts=cu_seqlens is not None)
         self._plain_ids = _sequence_ids(rank, layout, local_lens, cu_seqlens, separate_parts=False)
         self._device_cache: dict = {}
         # One rank holds the whole sequence in order (zigzag too: parts 0 and 1): the plain op on it.

@@ -65,18 +65,22 @@ class _CPCausalConv1d(torch.autograd.Function):
             if k == 0 and ctx.lead:  # the local backward below takes this halo as its initial state
                 dhalos.append(local_op.backward(x[..., :n], weight, bias, activation, dout[..., :n],
                                                 initial_states=halo, seq_idx=ids, need=_DHALO_ONLY)[3])
-            else:
-                dhalo, *fix = _head_correction(x[..., s:s + n], dout[..., s:s + n], weight, bias, halo, ids,
-                                               activation, need)
+            else:  # a part further in: what the local backward did with the history it read, undone
+                history = None if ctx.packed else _history(x, s, halos[0] if ctx.lead else None, halo.shape[-1])
+                dhalo, *fix = _head_correction(x[..., s:s + n], dout[..., s:s + n], weight, bias, halo, history,
+                                               ids, activation, need)
                 dhalos.append(dhalo.to(x.dtype))
                 fixes.append((s, n, fix))
         pending = post_halo_grad(dhalos, ctx.routes, ctx.group, x) if ctx.routes.active else None
         dx, dweight, dbias, _ = local_op.backward(x, weight, bias, activation, dout,
                                                   initial_states=halos[0] if ctx.lead else None,
                                                   seq_idx=ctx.seq_idx(x.device, x.shape[0]), need=need + (False,))
-        for s, n, (dx_head, dweight_fix, dbias_fix) in fixes:
+        for s, n, (dx_head, dweight_fix, dbias_fix, dhistory) in fixes:
             if dx is not None:
                 dx[..., s:s + n] += dx_head
+                if dhistory is not None:  # the history's tokens of this rank (those of halos[0]: not sent)
+                    m = min(s, dhistory.shape[-1])
+                    dx[..., s - m:s] += dhistory[..., dhistory.shape[-1] - m:]
             if dweight is not None:
                 dweight += dweight_fix
             if dbias is not None:
@@ -88,17 +92,29 @@ class _CPCausalConv1d(torch.autograd.Function):
         return dx, dweight, dbias, None, None
 
 
-def _head_correction(head, dhead, weight, bias, halo, ids, activation, need):
-    """(dhalo, dx_head, dweight_fix, dbias_fix), fp32: the halo's gradient, and what the head's outputs add to
-    dx/dweight/dbias when computed with the halo instead of the local conv's zeros. One backward call on
-    [head; head] with initial states [halo; 0] and gradient [dout; -dout]."""
+def _history(x, s: int, before, size: int) -> torch.Tensor:
+    """The `size` tokens the local conv (fixed-length rows: no seq_idx) read before local position s: x's
+    tokens before s, after `before` (the local conv's initial state; None: zeros)."""
+    if s >= size:
+        return x[..., s - size:s]
+    before = x.new_zeros((*x.shape[:2], size)) if before is None else before
+    return torch.cat([before[..., s:], x[..., :s]], -1)
+
+
+def _head_correction(head, dhead, weight, bias, halo, history, ids, activation, need):
+    """(dhalo, dx_head, dweight_fix, dbias_fix, dhistory), fp32: the halo's gradient, and what to add to the
+    local backward's dx (of the head, and of the history: None when it read zeros), dweight and dbias for
+    the head's outputs computed with the halo instead of the history the local conv read. One backward call
+    on [head; head] with initial states [halo; history] and gradient [dout; -dout]."""
     head, dhead, halo = head.to(_FP32), dhead.to(_FP32), halo.to(_FP32)
+    wrong = torch.zeros_like(halo) if history is None else history.to(_FP32)
     dx2, dweight_fix, dbias_fix, dinit = local_op.backward(
         torch.cat([head, head], 0), weight.to(_FP32), None if bias is None else bias.to(_FP32), activation,
-        torch.cat([dhead, -dhead], 0), initial_states=torch.cat([halo, torch.zeros_like(halo)], 0),
+        torch.cat([dhead, -dhead], 0), initial_states=torch.cat([halo, wrong], 0),
         seq_idx=None if ids is None else torch.cat([ids, ids], 0), need=need + (True,))
     n = head.shape[0]
-    return dinit[:n], None if dx2 is None else dx2[:n] + dx2[n:], dweight_fix, dbias_fix
+    return (dinit[:n], None if dx2 is None else dx2[:n] + dx2[n:], dweight_fix, dbias_fix,
+            None if history is None else dinit[n:])
 
 
 def _check(x, weight, ctx) -> None:
