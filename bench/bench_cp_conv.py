@@ -1,16 +1,20 @@
 """Context-parallel causal conv1d against the plain op (docs/distributed.md); bf16 x, fp32 weight and bias.
 
-    python3 bench/bench_cp_conv.py [--shapes 8x4096x4096,1x64x64]    # one GPU: an NCCL group of one rank
-    torchrun --nproc-per-node=2 bench/bench_cp_conv.py               # two or more GPUs
+    python3 bench/bench_cp_conv.py [--shapes 8x4096x4096,1x64x64,p64x4096x32768]   # one GPU: NCCL, one rank
+    torchrun --nproc-per-node=2 bench/bench_cp_conv.py [--timer eager|graph|both]   # two or more GPUs
 
-One rank: per shape, forward and forward+backward (where the op differentiates) of the plain op, of the
-same call with cp_context= of the one-rank group (its short cut to the plain op), and of the general CP
-path on one rank (zigzag, passthrough off: every step but the P2P); median wall time per back-to-back
-eager call, synchronised per batch, over 3 rotating input sets; the forward output of each against the
-plain op's. Two or more ranks (2x H200 in docs/distributed.md): B=8 fixed-length, 4096 tokens
-per rank, and 64 packed sequences of random lengths, 32768 tokens per rank: fwd+bwd per rank, plain and
-CP, one P2P round trip of a halo, and fla's CP conv (packed input only, so the fixed-length case runs as
-8 packed sequences); median of CUDA events around one fwd+bwd, the ranks aligned by a barrier first.
+One rank: per shape (BxDxL fixed-length rows; pNxDxL: N packed sequences of random lengths in one row of L
+tokens, the plain op given them as seq_idx), forward and forward+backward of the plain op, of the same call
+with cp_context= of the one-rank group (its short cut), and of the general CP path on one rank (passthrough
+off: zigzag for rows, every step but the P2P; contiguous for packed input); per variant the median wall
+time per back-to-back eager call (host + GPU, synchronised per batch of calls, 3 rotating input sets), the
+median GPU time of the call replayed from a CUDA graph (L2 flushed before each replay: no host time), and
+the device operations (kernels, copies, fills) one call launches, counted with torch.profiler; the forward
+output of each against the plain op's. Two or more ranks (2x H200 in docs/distributed.md): B=8 fixed-length,
+4096 tokens per rank, and 64 packed sequences of random lengths, 32768 tokens per rank: fwd+bwd per rank,
+plain and CP, one P2P round trip of a halo, and fla's CP conv (packed input only, so the fixed-length case
+runs as 8 packed sequences); median of CUDA events around one fwd+bwd, the ranks aligned by a barrier first,
+eager and replayed from a CUDA graph (captured on every rank; n/a where a capture fails).
 """
 from __future__ import annotations
 
@@ -26,8 +30,10 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aiter_lite  # noqa: E402
 from aiter_lite.distributed import build_cp_context  # noqa: E402
+from common import graph_time_us  # noqa: E402
 
 
 def step(kw):
@@ -51,6 +57,19 @@ def wall_us(fn, inputs, calls: int, rounds: int = 15) -> float:
     return statistics.median(samples)
 
 
+def device_ops(fn) -> int:
+    """Kernels, copies and fills one call of fn puts on the GPU (torch.profiler's device events)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.device_type == DeviceType.CUDA)
+
+
 def events_us(fn, reps: int = 30) -> float:
     for _ in range(3):
         fn()
@@ -67,21 +86,60 @@ def events_us(fn, reps: int = 30) -> float:
     return statistics.median(samples)
 
 
+def graph_events_us(fn, reps: int = 30) -> float:
+    """events_us of fn replayed from a CUDA graph captured on every rank; NaN on every rank when a capture
+    failed on any (a graph whose peer has none would wait in its P2P forever)."""
+    graph = None
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+    except Exception as e:  # noqa: BLE001 - say why, and time the rest
+        print(f"rank {dist.get_rank()}: CUDA graph capture failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+        graph = None
+    ok = torch.tensor([graph is not None], dtype=torch.int32, device="cuda")
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    if not ok.item():
+        return float("nan")
+    return events_us(graph.replay, reps)
+
+
+def packed_ids(count: int, length: int, gen) -> list:
+    """cu_seqlens of `count` sequences of random lengths over `length` tokens."""
+    return [0] + torch.randperm(length - 1, generator=gen)[:count - 1].add(1).sort().values.tolist() + [length]
+
+
 def one_rank(args, dtype) -> None:
     rows, checks = [], []
     for shape in args.shapes.split(","):
-        b, d, length = (int(v) for v in shape.split("x"))
+        packed = shape.startswith("p")
+        b, d, length = (int(v) for v in shape.lstrip("p").split("x"))
         length -= length % 2
         gen = torch.Generator(device="cuda").manual_seed(0)
-        inputs = [(torch.randn(b, d, length, device="cuda", generator=gen).to(dtype).requires_grad_(),
+        batch = 1 if packed else b
+        inputs = [(torch.randn(batch, d, length, device="cuda", generator=gen).to(dtype).requires_grad_(),
                    torch.randn(d, args.width, device="cuda", generator=gen).requires_grad_(),
                    torch.randn(d, device="cuda", generator=gen).requires_grad_(),
-                   torch.randn(b, d, length, device="cuda", generator=gen).to(dtype)) for _ in range(3)]
-        ctx = build_cp_context(args.width, local_len=length)
-        general = build_cp_context(args.width, local_len=length, layout="zigzag")
+                   torch.randn(batch, d, length, device="cuda", generator=gen).to(dtype)) for _ in range(3)]
+        if packed:
+            cu = packed_ids(b, length, torch.Generator().manual_seed(0))
+            ids = torch.searchsorted(torch.tensor(cu), torch.arange(length), right=True).sub(1).to(torch.int32)
+            ctx = build_cp_context(args.width, cu_seqlens=cu)
+            general = build_cp_context(args.width, cu_seqlens=cu)
+            plain = {"seq_idx": ids.unsqueeze(0).cuda()}
+        else:
+            ctx = build_cp_context(args.width, local_len=length)
+            general = build_cp_context(args.width, local_len=length, layout="zigzag")
+            plain = {}
         general.passthrough = False
-        variants = {"plain": {}, "cp world 1": {"cp_context": ctx}, "plain (again: the spread)": {},
-                    "cp world 1 (again)": {"cp_context": ctx}, "cp general path": {"cp_context": general}}
+        variants = {"plain": plain, "cp world 1": {"cp_context": ctx}, "plain (again: the spread)": plain,
+                    "cp world 1 (again)": {"cp_context": ctx},
+                    f"cp general path ({general.layout})": {"cp_context": general}}
 
         def fwd(kw):
             def run(x, w, bias, dout):
@@ -89,28 +147,30 @@ def one_rank(args, dtype) -> None:
                     return aiter_lite.causal_conv1d(x, w, bias, "silu", **kw)
             return run
 
-        reference = fwd({})(*inputs[0])
+        reference = fwd(plain)(*inputs[0])
         for name, kw in variants.items():  # world size 1 must be the plain op, bit for bit
-            try:
-                got = fwd(kw)(*inputs[0])
-                checks.append((shape, name, "equal" if torch.equal(got, reference) else
-                               f"max |diff| {(got.float() - reference.float()).abs().max().item():.3g}"))
-            except Exception as e:  # noqa: BLE001
-                checks.append((shape, name, f"n/a ({type(e).__name__})"))
+            got = fwd(kw)(*inputs[0])
+            checks.append((shape, name, "equal" if torch.equal(got, reference) else
+                           f"max |diff| {(got.float() - reference.float()).abs().max().item():.3g}"))
         for mode, make in (("fwd", fwd), ("fwd+bwd", step)):
             base = None
             for name, kw in variants.items():
+                fn = make(kw)
                 try:
-                    t = wall_us(make(kw), inputs, 20 if b * d * length > 1 << 22 else 200)
-                except Exception as e:  # noqa: BLE001 - a feature the op does not have yet: say so, go on
-                    rows.append((shape, mode, name, f"n/a ({type(e).__name__}: {str(e)[:60]})", ""))
+                    eager = wall_us(fn, inputs, 20 if batch * d * length > 1 << 22 else 200)
+                    graph = graph_time_us(functools.partial(fn, *inputs[0]))
+                    ops = device_ops(functools.partial(fn, *inputs[0]))
+                except Exception as e:  # noqa: BLE001 - say what failed, time the rest
+                    rows.append((shape, mode, name, f"n/a ({type(e).__name__}: {str(e)[:80]})", "", "", "", ""))
                     continue
-                base = t if name == "plain" else base
-                rows.append((shape, mode, name, f"{t:.1f}", f"{t / base:.3f}" if base else ""))
+                base = (eager, graph) if base is None else base
+                rows.append((shape, mode, name, f"{eager:.1f}", f"{eager / base[0]:.3f}", f"{graph:.1f}",
+                             f"{graph / base[1]:.3f}", str(ops)))
     print("\nforward output against the plain op's:\n" + "\n".join("   " + " ".join(c) for c in checks))
     print(f"\n{torch.cuda.get_device_name()} torch {torch.__version__} {args.dtype} width {args.width} SiLU+bias; "
-          "median us per eager call (host+GPU), ratio to plain")
-    print("| shape | pass | variant | us/call | vs plain |\n| --- | --- | --- | --- | --- |")
+          "median us per call: eager (host+GPU) and CUDA graph (GPU only, L2 flushed); device ops per call")
+    print("| shape | pass | variant | eager us | vs plain | graph us | vs plain | device ops |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join("| " + " | ".join(r) + " |" for r in rows))
 
 
@@ -145,11 +205,13 @@ def round_trip(halo):
 def many_ranks(args, dtype) -> None:
     world, dim, width = dist.get_world_size(), 4096, args.width
     gen = torch.Generator().manual_seed(0)  # the same cu_seqlens on every rank
+    timers = {"eager": events_us, "graph": graph_events_us}
+    timers = {k: v for k, v in timers.items() if args.timer in (k, "both")}
     rows = []
     for name, batch, local in (("B=8 fixed-length", 8, 4096), ("64 packed sequences", 1, 32768)):
         total = local * world
         if batch == 1:
-            cu = [0] + torch.randperm(total - 1, generator=gen)[:63].add(1).sort().values.tolist() + [total]
+            cu = packed_ids(64, total, gen)
             ctx = build_cp_context(width, cu_seqlens=cu)
         else:
             cu = [i * total for i in range(batch + 1)]
@@ -158,29 +220,40 @@ def many_ranks(args, dtype) -> None:
         w = torch.randn(dim, width, device="cuda", requires_grad=True)
         b = torch.randn(dim, device="cuda", requires_grad=True)
         dout = torch.randn_like(x)
-        plain, cp = (events_us(functools.partial(step(kw), x, w, b, dout)) for kw in ({}, {"cp_context": ctx}))
-        trip = events_us(round_trip(torch.randn(batch, dim, width - 1, device="cuda", dtype=dtype)))
         x_btd = torch.randn(1, batch * local, dim, device="cuda", dtype=dtype, requires_grad=True)
         try:  # a peer's failure must not cost our figures
             fla = fla_fwd_bwd(x_btd, w, b, torch.tensor(cu, device="cuda", dtype=torch.int32), width)
-            fla_us = events_us(fla) if fla is not None else float("nan")
         except Exception as e:  # noqa: BLE001
             print(f"rank {dist.get_rank()}: fla CP failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
-            fla_us = float("nan")
-        rows.append((name, plain, cp, trip, fla_us))
+            fla = None
+        fns = {"plain": functools.partial(step({}), x, w, b, dout),
+               "cp": functools.partial(step({"cp_context": ctx}), x, w, b, dout),
+               "trip": round_trip(torch.randn(batch, dim, width - 1, device="cuda", dtype=dtype)), "fla": fla}
+        for timer, measure in timers.items():
+            t = {}
+            for key, fn in fns.items():
+                try:
+                    t[key] = measure(fn) if fn is not None else float("nan")
+                except Exception as e:  # noqa: BLE001
+                    print(f"rank {dist.get_rank()}: {key} {timer} failed: {type(e).__name__}: {str(e)[:300]}",
+                          flush=True)
+                    t[key] = float("nan")
+            rows.append((name, timer, t["plain"], t["cp"], t["trip"], t["fla"]))
     if dist.get_rank() == 0:
         print(f"\n{world}x {torch.cuda.get_device_name()} torch {torch.__version__} {args.dtype} D={dim} width {width} "
-              "SiLU+bias; fwd+bwd per rank, median us")
-        print("| case | plain | CP | P2P round trip | CP / (plain + trip) | fla CP | fla / CP |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
-        for name, plain, cp, trip, fla_us in rows:
-            print(f"| {name} | {plain:.1f} | {cp:.1f} | {trip:.1f} | {cp / (plain + trip):.3f} | {fla_us:.1f} | "
-                  f"{fla_us / cp:.2f} |")
+              "SiLU+bias; fwd+bwd per rank, median us (eager: host launches included; graph: replayed)")
+        print("| case | timer | plain | CP | P2P round trip | CP / (plain + trip) | fla CP | fla / CP |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for name, timer, plain, cp, trip, fla_us in rows:
+            print(f"| {name} | {timer} | {plain:.1f} | {cp:.1f} | {trip:.1f} | {cp / (plain + trip):.3f} | "
+                  f"{fla_us:.1f} | {fla_us / cp:.2f} |")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shapes", default="8x4096x4096,1x64x64", help="one rank: B x D x L per shape")
+    p.add_argument("--shapes", default="8x4096x4096,1x64x64,p64x4096x32768",
+                   help="one rank: B x D x L per shape; pN x D x L: N packed sequences in one row of L tokens")
+    p.add_argument("--timer", choices=("eager", "graph", "both"), default="both", help="two or more ranks")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--width", type=int, default=4)
     args = p.parse_args()

@@ -331,7 +331,7 @@ def job_world_one(rank, world, _):
 def job_gpu_world_one(rank, world, _):
     """NCCL, one GPU, the real op: with a context of world size 1 the result is the plain op's, bit for bit
     (forward and gradients); the general path (no short cut: zigzag copies its own halo) agrees within
-    the dtype's tolerance."""
+    the dtype's tolerance; neither makes a synchronising CUDA call, and both replay from a CUDA graph."""
     from aiter_lite.distributed import build_cp_context
 
     gen = torch.Generator(device=DEVICE).manual_seed(11)
@@ -355,6 +355,45 @@ def job_gpu_world_one(rank, world, _):
             got, got_grads = _plain_fwd_bwd(xx, w, b, dout[:xx.shape[0]], None, ctx)
             for what, g, h in zip(("out", "dx", "dweight", "dbias"), (got, *got_grads), (want, *want_grads)):
                 check_close(what, g, h.double().cpu(), tol, f"{name} {dtype} general path")
+            for passthrough in (True, False):  # both paths: no host sync, and the same from a CUDA graph
+                ctx.passthrough = passthrough
+                where = f"{name} {dtype} {'passthrough' if passthrough else 'general path'}"
+                torch.cuda.synchronize()
+                torch.cuda.set_sync_debug_mode("error")  # a synchronising CUDA call raises
+                try:
+                    _plain_fwd_bwd(xx, w, b, dout[:xx.shape[0]], None, ctx)
+                except RuntimeError as e:
+                    raise AssertionError(f"{where}: a host sync in a CP call: {e}") from e
+                finally:
+                    torch.cuda.set_sync_debug_mode(0)
+                _graph_matches_eager(xx, w, b, dout[:xx.shape[0]], ctx, tol, where, gen)
+
+
+def _graph_matches_eager(x, w, b, dout, ctx, tol, where, gen):
+    """Captures a CP forward + backward in a CUDA graph, replays it on fresh inputs copied into the captured
+    ones, and compares with the eager call on the same inputs."""
+    x, w, b = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    dout = dout.clone()
+
+    def step():
+        out = aiter_lite.causal_conv1d(x, w, b, "silu", cp_context=ctx)
+        return (out, *torch.autograd.grad(out, (x, w, b), dout))
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture stream, as torch.cuda.graph wants
+        step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = step()
+    with torch.no_grad():
+        for t in (x, dout):
+            t.copy_(torch.randn(t.shape, generator=gen, device=t.device).to(t.dtype))
+    graph.replay()
+    want = step()
+    for what, g, h in zip(("out", "dx", "dweight", "dbias"), captured, want):
+        check_close(what, g, h.detach().double().cpu(), tol, f"{where}: CUDA graph replay vs eager")
 
 
 def _plain_fwd_bwd(x, w, b, dout, seq_idx, ctx):

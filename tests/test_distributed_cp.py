@@ -20,6 +20,15 @@ from aiter_lite.distributed.plan import make_plan  # noqa: E402
 run_ranks, assert_all_passed = cp_workers.run_ranks, cp_workers.assert_all_passed
 
 
+@pytest.fixture(scope="module", autouse=True)
+def conv_module_built():
+    """The CPU conv module, built here once before any rank loads it: on a cold cache the ranks would
+    otherwise spend their hang deadline waiting for the build (a minute on two busy cores)."""
+    from aiter_lite.jit import get_module
+
+    get_module("module_causal_conv1d", "cpu")
+
+
 # ---------------------------------------------------------------------------------------------
 # The plan alone (no processes)
 

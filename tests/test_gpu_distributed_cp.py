@@ -1,5 +1,5 @@
 """Context-parallel causal conv1d over NCCL with the real op: world size 1 on one GPU (equal to the
-plain op, and the general path within tolerance), and (marker multigpu) two GPUs against the float64
+plain op, and the general path within tolerance; no host sync; CUDA-graph replay equal to eager), and (marker multigpu) two GPUs against the float64
 reference over the unsplit input. Each runs in fresh spawned processes (one per GPU)."""
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from typing import Optional
 import torch
 
 from . import agreement
+from .exchange import Routes
 from .plan import RankPlan, make_plan, segments
 
 __all__ = ["CPContext", "build_cp_context"]
@@ -22,8 +23,8 @@ class CPContext:
     """
 
     __slots__ = ("group", "rank", "world_size", "width", "layout", "packed", "local_len", "local_lens",
-                 "cu_seqlens", "plan", "passthrough", "backend", "cpu_exchange", "cuda_exchange", "_ids", "_plain_ids",
-                 "_device_cache")
+                 "cu_seqlens", "plan", "routes", "heads", "lead", "backend", "cpu_exchange", "cuda_exchange", "_ids",
+                 "_plain_ids", "_passthrough", "_device_cache")
 
     def __init__(self, *, group, rank: int, world_size: int, width: int, layout: str, local_lens: list,
                  cu_seqlens: Optional[list], backend: str):
@@ -34,15 +35,35 @@ class CPContext:
         self.local_len = local_lens[rank]
         self.cu_seqlens = None if cu_seqlens is None else tuple(cu_seqlens)
         self.plan: RankPlan = make_plan(rank, width, layout, local_lens, cu_seqlens)
-        # One rank holds the whole sequence in order (zigzag too: parts 0 and 1): the plain op on it.
-        self.passthrough = world_size == 1
         self.backend = backend
         # Which tensors the group's backend can exchange ("gloo", "nccl", or "cpu:gloo,cuda:nccl").
         self.cpu_exchange = "gloo" in backend or "mpi" in backend
         self.cuda_exchange = "nccl" in backend or "mpi" in backend or "rccl" in backend
-        self._ids = _sequence_ids(rank, layout, local_lens, cu_seqlens, separate_parts=True)
+        # Packed input: one id per (part, sequence), so no window reads from one part into the next. Fixed-length
+        # rows need none: the outputs of a part that read the part before it are its head, recomputed with its
+        # halo (and corrected in the backward, function.py); the fast kernels without seq_idx run meanwhile.
+        self._ids = _sequence_ids(rank, layout, local_lens, cu_seqlens, separate_parts=cu_seqlens is not None)
         self._plain_ids = _sequence_ids(rank, layout, local_lens, cu_seqlens, separate_parts=False)
         self._device_cache: dict = {}
+        # One rank holds the whole sequence in order (zigzag too: parts 0 and 1): the plain op on it.
+        self.passthrough = world_size == 1
+
+    @property
+    def passthrough(self) -> bool:
+        """True: the plain op on the whole local buffer, no exchange (world size 1). Settable (the tests
+        turn it off to run the general path on one rank)."""
+        return self._passthrough
+
+    @passthrough.setter
+    def passthrough(self, value: bool) -> None:
+        self._passthrough = bool(value)
+        plan = self.plan
+        # routes: the exchange per call; heads: (local start, head_len) of each part that needs a halo (its
+        # first outputs read it); lead: the first halo part starts the buffer (its halo is the local conv's
+        # initial state)
+        self.routes = Routes(RankPlan(plan.rank, plan.width, plan.parts, (), 0, (), (), ()) if value else plan)
+        self.heads = () if value else tuple((plan.parts[i].local_start, plan.head_len) for i in plan.halo_parts)
+        self.lead = not value and plan.halo_parts[:1] == (0,)
 
     def __repr__(self) -> str:
         mode = f"packed, {len(self.cu_seqlens) - 1} sequences" if self.packed else "fixed-length rows"
@@ -50,32 +71,36 @@ class CPContext:
                 f"{mode}, local_len={self.local_len}, recvs from {[m.peer for m in self.plan.recvs]}, "
                 f"sends to {[m.peer for m in self.plan.sends]})")
 
-    def seq_idx(self, device: torch.device, batch: int, plain: bool = False) -> Optional[torch.Tensor]:
-        """int32 [batch, local_len] on device: the ids the local conv gets as seq_idx (None: not needed).
-        plain: the ids of the unsplit sequence (world size 1), else one id per (part, sequence)."""
-        key = (device, batch, plain)
+    def seq_idx(self, device: torch.device, batch: int) -> Optional[torch.Tensor]:
+        """int32 [batch, local_len] on device: the ids the local conv gets as seq_idx (None: not needed):
+        one per (part, sequence), or with passthrough those of the unsplit sequence.
+        Made on the first call per (device, batch) and kept: later calls read nothing from the host."""
+        key = (device, batch, self._passthrough)
         cached = self._device_cache.get(key)
         if cached is None:
-            ids = self._plain_ids if plain else self._ids
-            cached = (None,) if ids is None else (ids.to(device).expand(batch, -1).contiguous(),)
+            ids = self._plain_ids if self._passthrough else self._ids
+            cached = (None,) if ids is None else (_to_device(ids, device).expand(batch, -1).contiguous(),)
             self._device_cache[key] = cached
         return cached[0]
 
-    def head_seq_idx(self, device: torch.device, batch: int) -> Optional[torch.Tensor]:
-        """int32 [halo parts * batch, head_len]: the seq_idx of the first head_len tokens of each part
-        that needs a halo, stacked like the halos (None for fixed-length rows: a head is one segment)."""
-        key = (device, batch, "head")
+    def head_seq_idx(self, device: torch.device, batch: int) -> tuple:
+        """Per halo part, the seq_idx of its first head_len tokens ([batch, head_len] views of seq_idx),
+        or None where one id would do (fixed-length rows: a head lies in one part)."""
+        key = (device, batch, self._passthrough, "heads")
         cached = self._device_cache.get(key)
         if cached is None:
-            if not self.packed:
-                cached = (None,)
-            else:
-                ids = self.seq_idx(device, batch)
-                heads = [ids[:, self.plan.parts[i].local_start:self.plan.parts[i].local_start + self.plan.head_len]
-                         for i in self.plan.halo_parts]
-                cached = (torch.cat(heads, 0).contiguous(),)
+            ids = self.seq_idx(device, batch) if self.packed else None
+            cached = tuple(None if ids is None else ids[:, s:s + n] for s, n in self.heads)
             self._device_cache[key] = cached
-        return cached[0]
+        return cached
+
+
+def _to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host-synchronising copy is fine once per context, but on CUDA an asynchronous one from pinned
+    memory keeps even the first call free of host syncs (torch.cuda.set_sync_debug_mode finds none)."""
+    if device.type == "cuda":
+        return t.pin_memory().to(device, non_blocking=True)  # the pinned source lives until the copy ran
+    return t.to(device)
 
 
 def _sequence_ids(rank: int, layout: str, local_lens: list, cu_seqlens: Optional[list],

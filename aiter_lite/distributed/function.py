@@ -3,17 +3,17 @@
 Forward, on each rank:
   1. post the halo exchange (the tokens other ranks need go out, this rank's halos come in);
   2. convolve the whole local chunk with zero initial state, each part and each packed sequence on its
-     own (seq_idx): exact everywhere except the first width-1 outputs of a part that continues a
-     sequence from another rank; this is the bulk of the work and overlaps the exchange;
-  3. wait for the halos, recompute those head outputs with the halo as initial state, and write
-     them over the chunk's.
+     own (seq_idx): exact everywhere except the first width-1 outputs (the head) of a part that
+     continues a sequence from another rank; this is the bulk of the work and overlaps the exchange;
+  3. wait for the halos (a stream dependency, no host sync) and recompute each such head with its halo
+     as initial state, written straight over the chunk's output (one small launch per halo part).
 Backward, on each rank:
-  1. on the tiny heads (fp32): the gradient of the halo, and the correction from "zero initial state"
-     to "halo" for dx, dweight and dbias (one call on [heads with halo; heads with zeros] and
-     [dout; -dout]);
+  1. the gradient of each halo, from a small backward on its head alone;
   2. post the halo gradients to the ranks that own those tokens; receive those of this rank's tokens;
-  3. the local backward of step 2 of the forward overlaps;
-  4. add the corrections and the received gradients into dx, dweight, dbias.
+  3. meanwhile the local backward of the whole chunk, with the halo of a part that starts the chunk as
+     its initial state (exact there); a halo part further in (zigzag's back part) gets its head's
+     correction from "zero initial state" to "halo" added instead (_head_correction);
+  4. add the received gradients into dx.
 dweight and dbias are this rank's contributions: the CP group joins the gradient reduction.
 """
 from __future__ import annotations
@@ -24,66 +24,63 @@ import torch
 
 from . import local_op
 from .context import CPContext
-from .exchange import GRAD_DTYPE, post_halo, post_halo_grad
+from .exchange import post_halo, post_halo_grad
 
-
-def _heads(t: torch.Tensor, ctx: CPContext) -> torch.Tensor:
-    """The first head_len tokens of each halo part of t [B, D, L], stacked as [parts * B, D, head_len]."""
-    plan = ctx.plan
-    pieces = [t[..., plan.parts[i].local_start:plan.parts[i].local_start + plan.head_len] for i in plan.halo_parts]
-    return pieces[0] if len(pieces) == 1 else torch.cat(pieces, 0)
-
-
-def _head_slices(ctx: CPContext, batch: int):
-    """(rows of the stacked heads, local positions) of each halo part."""
-    n = ctx.plan.head_len
-    return [(slice(k * batch, (k + 1) * batch), slice(ctx.plan.parts[i].local_start, ctx.plan.parts[i].local_start + n))
-            for k, i in enumerate(ctx.plan.halo_parts)]
+_FP32 = torch.float32
+_DHALO_ONLY = (False, False, False, True)
 
 
 def _forward(x, weight, bias, activation, ctx: CPContext):
-    """Steps 1-3 of the forward. Returns (out, halo)."""
-    plan, batch = ctx.plan, x.shape[0]
-    pending = post_halo(x, plan, ctx.group) if (plan.sends or plan.recvs or plan.halo_parts) else None
+    """Steps 1-3 of the forward. Returns (out, halos): one [B, D, width-1] halo per halo part."""
+    batch = x.shape[0]
+    pending = post_halo(x, ctx.routes, ctx.group) if ctx.routes.active else None
     out = local_op.forward(x, weight, bias, activation, seq_idx=ctx.seq_idx(x.device, batch))
-    halo = None
-    if pending is not None:
-        halo = pending.wait()
-        if plan.halo_parts:
-            head_out = local_op.forward(_heads(x, ctx), weight, bias, activation, initial_states=halo,
-                                        seq_idx=ctx.head_seq_idx(x.device, batch))
-            for rows, cols in _head_slices(ctx, batch):
-                out[..., cols].copy_(head_out[rows])
-    return out, halo
+    if pending is None:
+        return out, []
+    halos = pending.wait()
+    for (s, n), halo, ids in zip(ctx.heads, halos, ctx.head_seq_idx(x.device, batch)):
+        local_op.forward_into(out[..., s:s + n], x[..., s:s + n], weight, bias, activation, initial_states=halo,
+                              seq_idx=ids)
+    return out, halos
 
 
 class _CPCausalConv1d(torch.autograd.Function):
     @staticmethod
     def forward(autograd_ctx, x, weight, bias, activation, ctx):
-        out, halo = _forward(x, weight, bias, activation, ctx)
+        out, halos = _forward(x, weight, bias, activation, ctx)
         autograd_ctx.cp, autograd_ctx.activation = ctx, activation
-        autograd_ctx.save_for_backward(x, weight, bias, halo)
+        autograd_ctx.save_for_backward(x, weight, bias, *halos)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(autograd_ctx, dout):
-        x, weight, bias, halo = autograd_ctx.saved_tensors
+        x, weight, bias, *halos = autograd_ctx.saved_tensors
         ctx: CPContext = autograd_ctx.cp
         activation = autograd_ctx.activation
-        plan, batch, dim = ctx.plan, x.shape[0], x.shape[1]
         need = tuple(autograd_ctx.needs_input_grad[:3])
-        fix = _head_corrections(x, weight, bias, halo, dout, activation, ctx, need) if plan.halo_parts else None
-        pending = None
-        if plan.sends or plan.recvs or plan.local_runs:  # every rank posts: its peers wait for it
-            pending = post_halo_grad(None if fix is None else fix[0], plan, ctx.group, batch, dim, x.device)
-        dx, dweight, dbias, _ = local_op.backward(x, weight, bias, activation, dout, initial_states=None,
-                                                  seq_idx=ctx.seq_idx(x.device, batch), need=need + (False,))
-        if fix is not None:
-            _, dx_heads, dweight_fix, dbias_fix = fix
+        head_ids = ctx.head_seq_idx(x.device, x.shape[0])
+        dhalos, fixes = [], []
+        for k, ((s, n), halo, ids) in enumerate(zip(ctx.heads, halos, head_ids)):
+            if k == 0 and ctx.lead:  # the local backward below takes this halo as its initial state
+                dhalos.append(local_op.backward(x[..., :n], weight, bias, activation, dout[..., :n],
+                                                initial_states=halo, seq_idx=ids, need=_DHALO_ONLY)[3])
+            else:  # a part further in: what the local backward did with the history it read, undone
+                history = None if ctx.packed else _history(x, s, halos[0] if ctx.lead else None, halo.shape[-1])
+                dhalo, *fix = _head_correction(x[..., s:s + n], dout[..., s:s + n], weight, bias, halo, history,
+                                               ids, activation, need)
+                dhalos.append(dhalo.to(x.dtype))
+                fixes.append((s, n, fix))
+        pending = post_halo_grad(dhalos, ctx.routes, ctx.group, x) if ctx.routes.active else None
+        dx, dweight, dbias, _ = local_op.backward(x, weight, bias, activation, dout,
+                                                  initial_states=halos[0] if ctx.lead else None,
+                                                  seq_idx=ctx.seq_idx(x.device, x.shape[0]), need=need + (False,))
+        for s, n, (dx_head, dweight_fix, dbias_fix, dhistory) in fixes:
             if dx is not None:
-                for rows, cols in _head_slices(ctx, batch):
-                    dx[..., cols] += dx_heads[rows]
+                dx[..., s:s + n] += dx_head
+                if dhistory is not None:  # the history's tokens of this rank (those of halos[0]: not sent)
+                    m = min(s, dhistory.shape[-1])
+                    dx[..., s - m:s] += dhistory[..., dhistory.shape[-1] - m:]
             if dweight is not None:
                 dweight += dweight_fix
             if dbias is not None:
@@ -92,24 +89,32 @@ class _CPCausalConv1d(torch.autograd.Function):
             for start, grad in pending.wait():
                 if dx is not None:
                     dx[..., start:start + grad.shape[-1]] += grad
-        return (dx, None if dweight is None else dweight.to(weight.dtype),
-                None if dbias is None else dbias.to(bias.dtype), None, None)
+        return dx, dweight, dbias, None, None
 
 
-def _head_corrections(x, weight, bias, halo, dout, activation, ctx: CPContext, need):
-    """(dhalo, dx_heads, dweight_fix, dbias_fix), fp32: the halo's gradient, and what the heads' outputs add
-    to dx/dweight/dbias when computed with the halo instead of the local conv's zeros. One backward call on
-    [heads; heads] with initial states [halo; 0] and gradient [dout; -dout]."""
-    heads = _heads(x, ctx).to(GRAD_DTYPE)
-    dheads = _heads(dout, ctx).to(GRAD_DTYPE)
-    seq_idx = ctx.head_seq_idx(x.device, x.shape[0])
-    halo32 = halo.to(GRAD_DTYPE)
+def _history(x, s: int, before, size: int) -> torch.Tensor:
+    """The `size` tokens the local conv (fixed-length rows: no seq_idx) read before local position s: x's
+    tokens before s, after `before` (the local conv's initial state; None: zeros)."""
+    if s >= size:
+        return x[..., s - size:s]
+    before = x.new_zeros((*x.shape[:2], size)) if before is None else before
+    return torch.cat([before[..., s:], x[..., :s]], -1)
+
+
+def _head_correction(head, dhead, weight, bias, halo, history, ids, activation, need):
+    """(dhalo, dx_head, dweight_fix, dbias_fix, dhistory), fp32: the halo's gradient, and what to add to the
+    local backward's dx (of the head, and of the history: None when it read zeros), dweight and dbias for
+    the head's outputs computed with the halo instead of the history the local conv read. One backward call
+    on [head; head] with initial states [halo; history] and gradient [dout; -dout]."""
+    head, dhead, halo = head.to(_FP32), dhead.to(_FP32), halo.to(_FP32)
+    wrong = torch.zeros_like(halo) if history is None else history.to(_FP32)
     dx2, dweight_fix, dbias_fix, dinit = local_op.backward(
-        torch.cat([heads, heads], 0), weight.to(GRAD_DTYPE), None if bias is None else bias.to(GRAD_DTYPE),
-        activation, torch.cat([dheads, -dheads], 0), initial_states=torch.cat([halo32, torch.zeros_like(halo32)], 0),
-        seq_idx=None if seq_idx is None else torch.cat([seq_idx, seq_idx], 0), need=need + (True,))
-    n = heads.shape[0]
-    return dinit[:n], None if dx2 is None else dx2[:n] + dx2[n:], dweight_fix, dbias_fix
+        torch.cat([head, head], 0), weight.to(_FP32), None if bias is None else bias.to(_FP32), activation,
+        torch.cat([dhead, -dhead], 0), initial_states=torch.cat([halo, wrong], 0),
+        seq_idx=None if ids is None else torch.cat([ids, ids], 0), need=need + (True,))
+    n = head.shape[0]
+    return (dinit[:n], None if dx2 is None else dx2[:n] + dx2[n:], dweight_fix, dbias_fix,
+            None if history is None else dinit[n:])
 
 
 def _check(x, weight, ctx) -> None:
@@ -152,9 +157,8 @@ def causal_conv1d_cp(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     _check(x, weight, ctx)
     if bias is not None and isinstance(bias, torch.Tensor) and bias.numel() == 0:
         bias = None
-    if ctx.passthrough:  # fixed-length rows need no seq_idx: skip its lookup (host time is what this path costs)
-        return local_op.forward(x, weight, bias, activation,
-                                seq_idx=ctx.seq_idx(x.device, 1, plain=True) if ctx.packed else None)
+    if ctx.passthrough and not ctx.packed:  # the plain op itself (its own autograd): nothing else to do
+        return local_op.forward(x, weight, bias, activation)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
                                     or (bias is not None and bias.requires_grad)):
         return _CPCausalConv1d.apply(x, weight, bias, activation, ctx)
