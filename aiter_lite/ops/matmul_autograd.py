@@ -74,6 +74,8 @@ def backward(ctx, grad):
     if need_bias and ctx.has_bias:
         g_bias = dz.sum(dim=tuple(range(dz.dim() - 1)), dtype=torch.float32).to(ctx.bias_dtype)
     dz = dz.to(a.dtype)  # out_dtype=float32 with 16-bit inputs: the kernels take one dtype
+    if not dz.is_contiguous():  # e.g. the stride-0 grad of a sum: the tensor-core paths need 16-byte rows
+        dz = dz.contiguous()
     g_a = g_b = None
     if need_a:
         g_a = _reduce_to(_op(dz, b.mT, ctx.alpha, tf32, variant), ctx.a_shape)

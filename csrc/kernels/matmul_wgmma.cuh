@@ -33,6 +33,7 @@
 //
 // Shared memory (dynamic, aligned up to 1024 bytes: the 128-byte swizzle's atom):
 //   A stages  kStages x [kBM rows][64 k]           K-major, 128-byte rows, TMA box {64, kBM}
+//                        M-major: kBM / 64 blocks of [64 k rows][64 m], box {64, 64} each
 //   B stages  kStages x  K-major: [kBN rows][64 k]  box {64, kBN / kCluster}
 //                        N-major: kBN / 64 column blocks of [64 k rows][64 n], box {64, 64} each
 //   epilogue  one [16 rows][64 columns] 16-bit slot per consumer warp (d with epilogue_overlap =
@@ -41,9 +42,12 @@
 //   partial   split-K configs only: BM x BN fp32, in accumulator-fragment order (float4 f of
 //             consumer thread t at (f * 128 + t) * 16 bytes: every access a full 512-byte warp row)
 //   mbarriers full[kStages], empty[kStages]
-// Operand layouts: A K-contiguous (row-major [M, K]); B either N-contiguous (row-major [K, N]) or
-// K-contiguous (b = w.t() for a [N, K] weight), the latter through wgmma's transpose bit. Other
-// layouts, and strides TMA cannot describe, run the mma.sync kernel (matmul.cu decides).
+// Operand layouts: A K-contiguous (row-major [M, K]) or, with an N-contiguous B and a config without
+// clusters, M-contiguous (a.t(): the A^T of a backward's dB = A^T dC), loaded as kBM / 64 blocks of
+// [64 k rows][64 m] like an N-major B; B either N-contiguous (row-major [K, N]) or K-contiguous
+// (b = w.t() for a [N, K] weight). wgmma's transpose bits read the MN-major tiles. Other layouts, and
+// strides TMA cannot describe, run the mma.sync kernel (matmul.cu decides; matmul_launch.h lists
+// which (config, A, B) combinations have a kernel: wgmma_has_kernel).
 //
 // Clusters (kCluster = 2): the two CTAs of a cluster take vertically adjacent tiles (same n0), so
 // they need the same B tile. Each loads half of it and multicasts the half to both, and each
@@ -122,7 +126,7 @@ inline void after_launch(int, cudaStream_t) {}
 namespace aiter_lite {
 namespace matmul_detail {
 
-template <typename T, int kConfig, bool kBKMajor_>
+template <typename T, int kConfig, bool kBKMajor_, bool kAKMajor_ = true>
 struct WgmmaMatmulTraits {
   using elem_t = T;
   using tag_t = typename std::conditional<std::is_same<T, half_t>::value, wgmma::WgmmaF16, wgmma::WgmmaBF16>::type;
@@ -131,6 +135,7 @@ struct WgmmaMatmulTraits {
   static_assert(kCfg.path == MatmulPath::kWgmma16, "config is for another path");
 
   static constexpr bool kBKMajor = kBKMajor_;  // B contiguous along K (else along N)
+  static constexpr bool kAKMajor = kAKMajor_;  // A contiguous along K (else along M: a.t(), the A^T of dB)
   static constexpr int kBM = kCfg.bm, kBN = kCfg.bn, kBK = kCfg.bk, kStages = kCfg.stages;
   static constexpr int kCluster = kCfg.cluster_m;               // CTAs per cluster along M (multicast B)
   static constexpr int kClusterN = kCfg.cluster_n;              // CTAs per cluster along N (multicast A)
@@ -167,6 +172,9 @@ struct WgmmaMatmulTraits {
   static constexpr int kAStageBytes = kBM * kRowBytes;
   static constexpr int kBStageBytes = kBN * kRowBytes;
   static constexpr int kBColumnBlockBytes = kBK * 128;        // N-major: one 64-wide block of kBK rows
+  // M-major A: kBM / 64 blocks of [kBK k rows][64 m], 8 KB each. A block of 64 rows of m takes the
+  // same 8 KB as 64 K-major rows, so a consumer's m64 block mb starts at the same offset either way.
+  static constexpr int kAColumnBlockBytes = kBK * 128;
   static constexpr int kStageTxBytes = kAStageBytes + kBStageBytes;  // every byte lands in every CTA
   static constexpr int kEpiWarpBytes = kMatmulWgmmaEpilogueBytesPerWarp * kEpiSlots;  // slots of [16][64] 16-bit
   static constexpr int kAOffset = 0;
@@ -196,6 +204,8 @@ struct WgmmaMatmulTraits {
                 "deferred epilogue pieces: at most BN / 64, persistent configs only");
   static_assert(kBarOffset + 1024 + 1024 == kSmemBytes, "layout disagrees with matmul_config_smem_bytes");
   static_assert(kStageWriters * kConsumers * 4 < (1 << 20), "arrival count");
+  static_assert(kAKMajor || (kMulticastSize == 1 && kBM % 64 == 0), "M-major A: single CTAs, whole 64-row blocks");
+  static_assert(kAColumnBlockBytes == 64 * kRowBytes, "an M-major block of 64 rows sits where 64 K-major rows would");
 };
 
 // Kernel arguments besides the two tensor maps. Work units: total_units = batch * units_per_batch,
@@ -315,7 +325,12 @@ __device__ __forceinline__ void wgmma_producer(const CUtensorMap* tmap_a, const 
       const int32_t k0 = kt * kBK;
       const uint32_t a_dst = smem + Traits::kAOffset + stage * Traits::kAStageBytes;
       const uint32_t b_dst = smem + Traits::kBOffset + stage * Traits::kBStageBytes;
-      if constexpr (kClusterN == 1) {
+      if constexpr (!Traits::kAKMajor) {
+        // kBM / 64 blocks of [64 k rows][64 m] (the map's inner dim is M).
+#pragma unroll
+        for (int block = 0; block < Traits::kBM / 64; ++block)
+          sm90::tma_load_3d(a_dst + block * Traits::kAColumnBlockBytes, tmap_a, tile.m0 + block * 64, k0, za, full);
+      } else if constexpr (kClusterN == 1) {
         sm90::tma_load_3d(a_dst, tmap_a, k0, tile.m0, za, full);
       } else {
         // Rows [rank_n * kARowsPerCta, +kARowsPerCta) of the A tile, for both CTAs of the row.
@@ -510,12 +525,14 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
                                                int consumer, int lane, WgmmaKRange range, int& stage,
                                                uint32_t& phase, const Hook& hook = Hook{}) {
   constexpr int kStages = Traits::kStages, kMBlocks = Traits::kMBlocks, kN = Traits::kBN;
+  constexpr int kTransA = Traits::kAKMajor ? 0 : 1;
   constexpr int kTransB = Traits::kBKMajor ? 0 : 1;
-  constexpr uint64_t kDescA = wgmma::desc_base_k_major();
+  constexpr uint64_t kDescA =
+      Traits::kAKMajor ? wgmma::desc_base_k_major() : wgmma::desc_base_mn_major(Traits::kAColumnBlockBytes);
   constexpr uint64_t kDescB =
       Traits::kBKMajor ? wgmma::desc_base_k_major() : wgmma::desc_base_mn_major(Traits::kBColumnBlockBytes);
   // Bytes from one k16 step to the next: 16 elements along a K-major row, or 16 K-major rows.
-  constexpr uint32_t kAStepBytes = 32;
+  constexpr uint32_t kAStepBytes = Traits::kAKMajor ? 32 : 16 * 128;
   constexpr uint32_t kBStepBytes = Traits::kBKMajor ? 32 : 16 * 128;
   const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
   const uint32_t a_rows = smem + Traits::kAOffset + consumer * Traits::kWgRows * Traits::kRowBytes;
@@ -547,7 +564,7 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
 #pragma unroll
       for (int mb = 0; mb < kMBlocks; ++mb) {
         const uint64_t desc_a = desc_a0 + wgmma::desc_field(mb * 64 * Traits::kRowBytes + kk * kAStepBytes);
-        wgmma::mma_async<kN, 0, kTransB>(acc[mb], desc_a, desc_b, scale_d, typename Traits::tag_t{});
+        wgmma::mma_async<kN, kTransA, kTransB>(acc[mb], desc_a, desc_b, scale_d, typename Traits::tag_t{});
       }
     }
     wgmma::wgmma_commit();
@@ -864,9 +881,13 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   const bool a_batched = p.batch > 1 && p.a_batch_stride != 0;
   const bool b_batched = p.batch > 1 && p.b_batch_stride != 0;
   CUtensorMap map_a, map_b;
-  if (!wgmma_operand_map(&map_a, kDtype, p.a, p.k, p.m, a_batched ? p.batch : 1, p.a_row_stride, p.a_batch_stride,
-                         64, Traits::kARowsPerCta))
-    return false;
+  const bool a_ok =
+      Traits::kAKMajor
+          ? wgmma_operand_map(&map_a, kDtype, p.a, p.k, p.m, a_batched ? p.batch : 1, p.a_row_stride,
+                              p.a_batch_stride, 64, Traits::kARowsPerCta)
+          : wgmma_operand_map(&map_a, kDtype, p.a, p.m, p.k, a_batched ? p.batch : 1, p.a_col_stride,
+                              p.a_batch_stride, 64, 64);
+  if (!a_ok) return false;
   const bool b_ok =
       Traits::kBKMajor
           ? wgmma_operand_map(&map_b, kDtype, p.b, p.k, p.n, b_batched ? p.batch : 1, p.b_col_stride,
@@ -918,16 +939,22 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
 // The kernels of this shard's items only (matmul_launch.h, wgmma_item); the dispatch (wgmma_cuda)
 // never asks for another's.
 template <typename T, int kShard, int kShards>
-bool wgmma_shard_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch) {
+bool wgmma_shard_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream,
+                      bool launch) {
   bool done = false;
   with_config<MatmulPath::kWgmma16>(config, [&](auto index) {
     constexpr int kConfig = decltype(index)::value;
-    with_bool(b_k_major, [&](auto b_k) {
-      constexpr bool kBKMajor = decltype(b_k)::value;
-      if constexpr (in_shard(wgmma_item(kConfig, kBKMajor), kShard, kShards))
-        done = wgmma_launch<WgmmaMatmulTraits<T, kConfig, kBKMajor>>(p, stream, launch);
-      else
-        invalid("wgmma config " + std::to_string(config) + " asked of the wrong shard");
+    with_bool(a_k_major, [&](auto a_k) {
+      constexpr bool kAKMajor = decltype(a_k)::value;
+      with_bool(b_k_major, [&](auto b_k) {
+        constexpr bool kBKMajor = decltype(b_k)::value;
+        if constexpr (!wgmma_has_kernel(kConfig, kAKMajor, kBKMajor))
+          invalid("no wgmma kernel for config " + std::to_string(config) + " with an M-major A and this B");
+        else if constexpr (in_shard(wgmma_item(kConfig, kAKMajor, kBKMajor), kShard, kShards))
+          done = wgmma_launch<WgmmaMatmulTraits<T, kConfig, kBKMajor, kAKMajor>>(p, stream, launch);
+        else
+          invalid("wgmma config " + std::to_string(config) + " asked of the wrong shard");
+      });
     });
   });
   return done;
