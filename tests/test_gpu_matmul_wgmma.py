@@ -354,7 +354,7 @@ def test_a_m_major_shapes(shape, mode, gen):
     b = _b(k, n, DTYPES[mode], gen)
     out, plan = _run(a, b, mode)
     _check(out, a, b, mode, f"A^T {shape} {mode} ({plan}) seed={gen.initial_seed()}")
-    if a.stride(-1) != 1:  # M > 1: the M-major kernel (M = 1 is K-contiguous as well)
+    if k > 1:  # the M-major kernel (K = 1: A is K-contiguous as well, and takes the K-major one)
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         assert int(plan.split()[1]) in _a_mn_configs()
         assert int(plan.split()[1]) == default_config("wgmma_16", m, n, 1, sms, k=k, a_k_major=False)
