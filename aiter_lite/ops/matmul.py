@@ -172,13 +172,14 @@ def _check_residual_alias(out: torch.Tensor, residual: Optional[torch.Tensor]) -
 
 
 def _launch(a, b, out, allow_tf32, variant: int, config: int, bias=None, act: int = 0, residual=None,
-            alpha: float = 1.0, beta: float = 1.0) -> None:
-    """Runs the kernel into out (checked arguments). allow_tf32: a bool, or None for torch's setting."""
+            alpha: float = 1.0, beta: float = 1.0, fresh_out: bool = False) -> None:
+    """Runs the kernel into out (checked arguments). allow_tf32: a bool, or None for torch's setting.
+    fresh_out: out was just allocated, so it overlaps no input (the alias checks are skipped)."""
     if allow_tf32 is None:
         allow_tf32 = _tf32_flag(a, None)
     if out.numel() == 0:
         return
-    if not torch.compiler.is_compiling():
+    if not fresh_out and not _is_compiling():
         check_no_alias("out", out, (("a", a), ("b", b), ("bias", bias)))
         _check_residual_alias(out, residual)
     if a.shape[-1] == 0:  # a @ b is zero: the epilogue alone
@@ -381,7 +382,17 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
         else:
             torch.ops.aiter_lite.matmul_out(a, b, out, bias, residual, act, alpha, beta, allow_tf32, v, config)
         return out
+    if needs_grad and use_direct_call():  # eager autograd without the dispatcher's host time
+        return _autograd().MatmulFunction.apply(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, v,
+                                                config)
     return torch.ops.aiter_lite.matmul(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, v, config)
+
+
+def _autograd():
+    """ops/matmul_autograd.py (it imports this module)."""
+    from . import matmul_autograd
+
+    return matmul_autograd
 
 
 def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None, *,
