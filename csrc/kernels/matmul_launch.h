@@ -173,20 +173,26 @@ constexpr int tc_item(int config, bool a_k_major, bool b_k_major) {
 }
 // The 16-bit wgmma kernels: every config with a K-major A and either B; with an M-major A (a.t(), the
 // A^T of a backward's dB = A^T dC) only the configs without clusters and an N-major B, to keep the
-// build short (an M-major A with a K-major B runs mma.sync). aiter_lite/tuning/matmul_configs.py
-// (wgmma_has_kernel) mirrors this rule.
-constexpr bool wgmma_has_kernel(int config, bool a_k_major, bool b_k_major) {
-  return a_k_major || (!b_k_major && kMatmulConfigs[config].cluster_m == 1 && kMatmulConfigs[config].cluster_n == 1);
+// build short (an M-major A with a K-major B runs mma.sync). With the fused epilogue: a K-major A,
+// either B, the configs without clusters and without deferred stores (calls with an epilogue on other
+// layouts run mma.sync). aiter_lite/tuning/matmul_configs.py (wgmma_has_kernel) mirrors this rule.
+constexpr bool wgmma_has_kernel(int config, bool a_k_major, bool b_k_major, bool epilogue = false) {
+  const MatmulTileConfig& c = kMatmulConfigs[config];
+  const bool single = c.cluster_m == 1 && c.cluster_n == 1;
+  if (epilogue) return a_k_major && single && c.epilogue_overlap == 0;
+  return a_k_major || (!b_k_major && single);
 }
-// Items: (config, A K-major, B) as before the M-major A kernels existed; M-major A items after all of those.
+// Items: (config, A K-major, B) as before the M-major A kernels existed; M-major A items after all of
+// those, then the epilogue kernels.
 constexpr int wgmma_config_count() {
   int count = 0;
   for (int i = 0; i < kMatmulNumConfigs; ++i) count += kMatmulConfigs[i].path == MatmulPath::kWgmma16;
   return count;
 }
 inline constexpr int kWgmmaConfigCount = wgmma_config_count();
-constexpr int wgmma_item(int config, bool a_k_major, bool b_k_major) {
-  return (a_k_major ? 0 : 2 * kWgmmaConfigCount) + config_ordinal(config) * 2 + b_k_major;
+constexpr int wgmma_item(int config, bool a_k_major, bool b_k_major, bool epilogue = false) {
+  return (epilogue ? 4 * kWgmmaConfigCount : a_k_major ? 0 : 2 * kWgmmaConfigCount) + config_ordinal(config) * 2 +
+         b_k_major;
 }
 
 template <typename T>
@@ -265,13 +271,15 @@ template <typename T, int kShard, int kShards>
 bool wgmma_shard_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream,
                       bool launch);
 
-// a_k_major false: A passes wgmma_a_mn_ok, and wgmma_has_kernel(config, false, b_k_major).
+// a_k_major false: A passes wgmma_a_mn_ok. wgmma_has_kernel(config, a_k_major, b_k_major, the call has
+// an epilogue) must hold.
 template <typename T>
 bool wgmma_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream, bool launch) {
-  if (config < 0 || config >= kMatmulNumConfigs || !wgmma_has_kernel(config, a_k_major, b_k_major))
+  const bool epilogue = !p.epilogue.is_identity();
+  if (config < 0 || config >= kMatmulNumConfigs || !wgmma_has_kernel(config, a_k_major, b_k_major, epilogue))
     invalid("no wgmma kernel for config " + std::to_string(config) + " and this layout");
   constexpr int kShards = wgmma_shards<T>();
-  return with_shard<kShards>(shard_of(wgmma_item(config, a_k_major, b_k_major), kShards), [&](auto shard) {
+  return with_shard<kShards>(shard_of(wgmma_item(config, a_k_major, b_k_major, epilogue), kShards), [&](auto shard) {
     return wgmma_shard_cuda<T, decltype(shard)::value, kShards>(p, config, a_k_major, b_k_major, stream, launch);
   });
 }

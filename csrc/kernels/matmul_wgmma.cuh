@@ -126,7 +126,7 @@ inline void after_launch(int, cudaStream_t) {}
 namespace aiter_lite {
 namespace matmul_detail {
 
-template <typename T, int kConfig, bool kBKMajor_, bool kAKMajor_ = true>
+template <typename T, int kConfig, bool kBKMajor_, bool kAKMajor_ = true, bool kEpilogue_ = false>
 struct WgmmaMatmulTraits {
   using elem_t = T;
   using tag_t = typename std::conditional<std::is_same<T, half_t>::value, wgmma::WgmmaF16, wgmma::WgmmaBF16>::type;
@@ -136,6 +136,7 @@ struct WgmmaMatmulTraits {
 
   static constexpr bool kBKMajor = kBKMajor_;  // B contiguous along K (else along N)
   static constexpr bool kAKMajor = kAKMajor_;  // A contiguous along K (else along M: a.t(), the A^T of dB)
+  static constexpr bool kEpilogue = kEpilogue_;  // the fused epilogue (WgmmaArgs::epi) before the rounding
   static constexpr int kBM = kCfg.bm, kBN = kCfg.bn, kBK = kCfg.bk, kStages = kCfg.stages;
   static constexpr int kCluster = kCfg.cluster_m;               // CTAs per cluster along M (multicast B)
   static constexpr int kClusterN = kCfg.cluster_n;              // CTAs per cluster along N (multicast A)
@@ -205,6 +206,7 @@ struct WgmmaMatmulTraits {
   static_assert(kBarOffset + 1024 + 1024 == kSmemBytes, "layout disagrees with matmul_config_smem_bytes");
   static_assert(kStageWriters * kConsumers * 4 < (1 << 20), "arrival count");
   static_assert(kAKMajor || (kMulticastSize == 1 && kBM % 64 == 0), "M-major A: single CTAs, whole 64-row blocks");
+  static_assert(!kEpilogue || !kOverlapEpilogue, "the fused epilogue runs on whole tiles (wgmma_epilogue)");
   static_assert(kAColumnBlockBytes == 64 * kRowBytes, "an M-major block of 64 rows sits where 64 K-major rows would");
 };
 
@@ -219,6 +221,7 @@ struct WgmmaArgs {
   int32_t units_n, units_m, units_per_batch, total_units;
   int32_t a_batched, b_batched;  // 1: the operand's tensor map has the batch dim; 0: broadcast (coordinate 0)
   bool out_vec;                  // out rows contiguous, row/batch strides multiples of 8, pointer 16-byte aligned
+  MatmulEpilogue epi;            // 16-bit kernels built with kEpilogue only (wgmma_apply_epilogue)
 };
 
 struct WgmmaTile {
@@ -589,11 +592,39 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
   if (range.end > range.begin) wgmma_release<Traits>(empty0 + 8 * prev_stage, lane);
 }
 
+// The fused epilogue (MatmulEpilogue, kEpilogue kernels) on a consumer thread's accumulators of `tile`,
+// in place, in fp32 before the stores round them once: acc[mb][i] is out[row][col] with row = m0 +
+// consumer rows + 64 mb + 16 warp + lane / 4 + 8 ((i / 2) % 2), col = n0 + 8 (i / 4) + 2 (lane % 4) + i % 2
+// (wgmma.cuh). One rolled loop over a stack copy, as in the mma.sync kernel: the activations' code is
+// in the kernel once (unrolled per accumulator it made the build many times slower). A residual that
+// is out itself is safe: a warp's rows are read here, by the warp, before the warp stores any of them.
+template <class Traits>
+__device__ __forceinline__ void wgmma_apply_epilogue(float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+                                                     const WgmmaArgs<typename Traits::elem_t>& args,
+                                                     const WgmmaTile& tile, int consumer, int warp, int lane) {
+  constexpr int kRegs = Traits::kAccRegs, kCount = Traits::kMBlocks * kRegs;
+  const int32_t row0 = tile.m0 + consumer * Traits::kWgRows + 16 * warp + lane / 4;
+  const int32_t col0 = tile.n0 + 2 * (lane % 4);
+  float v[kCount];
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) v[i] = acc[i / kRegs][i % kRegs];
+#pragma unroll 1
+  for (int i = 0; i < kCount; ++i) {
+    const int r = i % kRegs;
+    const int32_t row = row0 + 64 * (i / kRegs) + 8 * ((r / 2) % 2), col = col0 + 8 * (r / 4) + r % 2;
+    if (row < args.m && col < args.n)
+      v[i] = apply_epilogue<typename Traits::elem_t>(args.epi, v[i], tile.z, row, col);
+  }
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) acc[i / kRegs][i % kRegs] = v[i];
+}
+
 template <class Traits, int kPiece0 = 0, int kPiece1 = Traits::kBN / 64>
-__device__ __forceinline__ void wgmma_epilogue(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+__device__ __forceinline__ void wgmma_epilogue(float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
                                                const WgmmaArgs<typename Traits::elem_t>& args, const WgmmaTile& tile,
                                                uint32_t smem, int consumer) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  if constexpr (Traits::kEpilogue) wgmma_apply_epilogue<Traits>(acc, args, tile, consumer, warp, lane);
   const uint32_t epi_buf = smem + Traits::kEpiOffset + (consumer * 4 + warp) * Traits::kEpiWarpBytes;
   const bool interior = tile.m0 + Traits::kBM <= args.m && tile.n0 + Traits::kBN <= args.n;
   if (interior)
@@ -906,6 +937,7 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
 
   WgmmaArgs<T> args = make_wgmma_args<T>(p, Traits::kBK, units_n, units_m, units, a_batched, b_batched);
   args.out_vec = out_vec_ok(p, 8, sizeof(T));
+  if constexpr (Traits::kEpilogue) args.epi = p.epilogue;
 
   auto kernel = matmul_wgmma_kernel<Traits>;
   ensure_dynamic_smem<Traits>(kernel);
@@ -937,23 +969,28 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
 }
 
 // The kernels of this shard's items only (matmul_launch.h, wgmma_item); the dispatch (wgmma_cuda)
-// never asks for another's.
+// never asks for another's. A call with an epilogue (p.epilogue not the identity) runs the kEpilogue
+// kernel of the config, which exists for the configs wgmma_has_kernel names.
 template <typename T, int kShard, int kShards>
 bool wgmma_shard_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream,
                       bool launch) {
   bool done = false;
+  const bool epilogue = !p.epilogue.is_identity();
   with_config<MatmulPath::kWgmma16>(config, [&](auto index) {
     constexpr int kConfig = decltype(index)::value;
     with_bool(a_k_major, [&](auto a_k) {
       constexpr bool kAKMajor = decltype(a_k)::value;
       with_bool(b_k_major, [&](auto b_k) {
         constexpr bool kBKMajor = decltype(b_k)::value;
-        if constexpr (!wgmma_has_kernel(kConfig, kAKMajor, kBKMajor))
-          invalid("no wgmma kernel for config " + std::to_string(config) + " with an M-major A and this B");
-        else if constexpr (in_shard(wgmma_item(kConfig, kAKMajor, kBKMajor), kShard, kShards))
-          done = wgmma_launch<WgmmaMatmulTraits<T, kConfig, kBKMajor, kAKMajor>>(p, stream, launch);
-        else
-          invalid("wgmma config " + std::to_string(config) + " asked of the wrong shard");
+        with_bool(epilogue, [&](auto epi) {
+          constexpr bool kEpi = decltype(epi)::value;
+          if constexpr (!wgmma_has_kernel(kConfig, kAKMajor, kBKMajor, kEpi))
+            invalid("no wgmma kernel for config " + std::to_string(config) + " with this layout and epilogue");
+          else if constexpr (in_shard(wgmma_item(kConfig, kAKMajor, kBKMajor, kEpi), kShard, kShards))
+            done = wgmma_launch<WgmmaMatmulTraits<T, kConfig, kBKMajor, kAKMajor, kEpi>>(p, stream, launch);
+          else
+            invalid("wgmma config " + std::to_string(config) + " asked of the wrong shard");
+        });
       });
     });
   });
