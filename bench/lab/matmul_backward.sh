@@ -32,4 +32,4 @@ PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 40 "$SAN" --tool memcheck --kernel-name
 PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 40 "$SAN" --tool memcheck --kernel-name kns=matmul_wgmma \
   --error-exitcode 3 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_gpu_matmul_epilogue.py \
   -k "epilogue_wgmma_parts" >> "$OUT/bw_memcheck.txt" 2>&1
-echo "memcheck rc=$? ($((SECONDS - BW_T0)) s)"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/bw_memcheck.txt" | tail -n 3
+echo "memcheck rc=$? ($((SECONDS - BW_T0)) s)"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/bw_memcheck.txt" | tail -n 6
