@@ -31,8 +31,8 @@ from .matmul import ACTIVATIONS
 _RELU, _GELU, _GELU_TANH, _SILU = (ACTIVATIONS[k] for k in ("relu", "gelu", "gelu_tanh", "silu"))
 
 
-def _forward(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, variant, config):
-    """The op's computation, launched directly (checked arguments)."""
+def forward_no_grad(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, variant, config):
+    """The op's computation, launched directly (checked arguments; no graph recorded)."""
     out = torch.empty(_mm._out_shape(a, b), dtype=out_dtype or a.dtype, device=a.device)
     _mm._launch(a, b, out, allow_tf32, variant, config, bias, act, residual, alpha, beta, fresh_out=True)
     return out
@@ -43,7 +43,7 @@ def _op(a, b, alpha=1.0, allow_tf32=None, variant=0, config=-1, bias=None):
     if use_direct_call():
         if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):  # a double backward
             return MatmulFunction.apply(*args)
-        return _forward(*args)
+        return forward_no_grad(*args)
     return torch.ops.aiter_lite.matmul(*args)
 
 
@@ -129,7 +129,7 @@ class MatmulFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, variant, config):
-        out = _forward(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, variant, config)
+        out = forward_no_grad(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, variant, config)
         setup_context(ctx, (a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, variant, config), out)
         return out
 
