@@ -1,7 +1,7 @@
 # Issue 21's wgmma work in one device call: cold build of module_matmul; the GPU tests of the M-major A
 # kernels (the backward's dB = A^T dC) and of the fused epilogue in the wgmma kernels, beside regression
 # subsets of the other matmul GPU tests (separate processes); matmul_backward.py (dA, dB and the layer
-# against cuBLAS); bench_matmul.py --epilogue; matmul_odd_4095.py; memcheck on the new kernels.
+# against cuBLAS); bench_matmul.py --epilogue --host --odd; matmul_odd_4095.py; memcheck on the new kernels.
 # Sourced by bench/gpu.sh (lab/matmul_backward.sh): $OUT and the environment are set there.
 BW_T0=$SECONDS
 echo "== build module_matmul"
@@ -20,8 +20,8 @@ wait
 for f in bw_t1 bw_t2 bw_t3 bw_t4; do echo "-- $f"; grep -E "passed|failed|Error|error|assert" "$OUT/$f.txt" | tail -n 12; done
 echo "== matmul_backward.py ($((SECONDS - BW_T0)) s)"
 timeout 70 python3 bench/lab/matmul_backward.py 2>&1 | tee "$OUT/bw_bench.txt"
-echo "== bench_matmul.py --epilogue ($((SECONDS - BW_T0)) s)"
-timeout 60 python3 bench/bench_matmul.py --epilogue 2>&1 | tee "$OUT/bw_epilogue.txt"
+echo "== bench_matmul.py --epilogue --host --odd ($((SECONDS - BW_T0)) s)"
+timeout 100 python3 bench/bench_matmul.py --epilogue --host --odd 2>&1 | tee "$OUT/bw_epilogue.txt"
 echo "== matmul_odd_4095.py ($((SECONDS - BW_T0)) s)"
 timeout 30 python3 bench/lab/matmul_odd_4095.py 2>&1 | tee "$OUT/bw_odd.txt"
 echo "== memcheck ($((SECONDS - BW_T0)) s)"
