@@ -171,17 +171,6 @@ constexpr int config_ordinal(int config) {
 constexpr int tc_item(int config, bool a_k_major, bool b_k_major) {
   return config_ordinal(config) * 4 + a_k_major * 2 + b_k_major;
 }
-// The 16-bit wgmma kernels: every config with a K-major A and either B; with an M-major A (a.t(), the
-// A^T of a backward's dB = A^T dC) only the configs without clusters and an N-major B, to keep the
-// build short (an M-major A with a K-major B runs mma.sync). With the fused epilogue: a K-major A,
-// either B, the configs without clusters and without deferred stores (calls with an epilogue on other
-// layouts run mma.sync). aiter_lite/tuning/matmul_configs.py (wgmma_has_kernel) mirrors this rule.
-constexpr bool wgmma_has_kernel(int config, bool a_k_major, bool b_k_major, bool epilogue = false) {
-  const MatmulTileConfig& c = kMatmulConfigs[config];
-  const bool single = c.cluster_m == 1 && c.cluster_n == 1;
-  if (epilogue) return a_k_major && single && c.epilogue_overlap == 0;
-  return a_k_major || (!b_k_major && single);
-}
 // Items: (config, A K-major, B) as before the M-major A kernels existed; M-major A items after all of
 // those, then the epilogue kernels.
 constexpr int wgmma_config_count() {
@@ -243,6 +232,18 @@ inline bool wgmma_batch_stride_ok(int64_t batch, int64_t stride, int64_t vec = 8
 inline bool wgmma_a_ok(const MatmulParams& p, int64_t vec = 8) {
   return aligned(p.a, 16) && (p.a_col_stride == 1 || p.k == 1) && wgmma_stride_ok(p.m, p.a_row_stride, vec) &&
          wgmma_batch_stride_ok(p.batch, p.a_batch_stride, vec);
+}
+
+// The 16-bit wgmma kernels: every config with a K-major A and either B; with an M-major A (a.t(), the
+// A^T of a backward's dB = A^T dC) only the configs without clusters and an N-major B, to keep the
+// build short (an M-major A with a K-major B runs mma.sync). With the fused epilogue: a K-major A,
+// either B, the configs without clusters and without deferred stores (calls with an epilogue on other
+// layouts run mma.sync). aiter_lite/tuning/matmul_configs.py (wgmma_has_kernel) mirrors this rule.
+constexpr bool wgmma_has_kernel(int config, bool a_k_major, bool b_k_major, bool epilogue = false) {
+  const MatmulTileConfig& c = kMatmulConfigs[config];
+  const bool single = c.cluster_m == 1 && c.cluster_n == 1;
+  if (epilogue) return a_k_major && single && c.epilogue_overlap == 0;
+  return a_k_major || (!b_k_major && single);
 }
 // M-contiguous A (a.t() of a [K, M] tensor), 16-bit kernel only (tf32 wgmma has no transpose bit).
 inline bool wgmma_a_mn_ok(const MatmulParams& p) {
