@@ -1,6 +1,7 @@
 """GPU tests of aiter_lite.matmul's fused epilogue and its gradients against float64: every variant
-(naive, SIMT, mma.sync, auto: wgmma without an epilogue) x dtype x activation, transposed and broadcast
-operands, residual aliasing out, poisoned outputs; the backward on CUDA. Skipped without CUDA."""
+(naive, SIMT, mma.sync, auto: wgmma on an H100) x dtype x activation, transposed and broadcast
+operands, residual aliasing out, poisoned outputs; the wgmma kernels' epilogue in every config that has
+one; the backward on CUDA. Skipped without CUDA."""
 from __future__ import annotations
 
 import pytest
@@ -81,3 +82,83 @@ def test_backward_cuda(case, mode):
     ref.backward(grad)
     for name, x, y in zip(("a", "b", "bias"), leaves, leaves64):
         assert rel_error(x.grad, y.grad) <= 4 * TOL[mode], name
+
+
+# ---- the fused epilogue inside the Hopper wgmma kernels (kEpilogue) ----------------------------------
+
+needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+                                reason="needs a compute capability 9.0 GPU")
+
+
+def _epilogue_configs():
+    from aiter_lite.tuning.matmul_configs import configs_for, wgmma_has_kernel
+
+    return [c.index for c in configs_for("wgmma_16") if wgmma_has_kernel(c, epilogue=True)]
+
+
+@needs_sm90
+@pytest.mark.parametrize("act", ACTS)
+@pytest.mark.parametrize("b_layout", ["n", "t"])
+@pytest.mark.parametrize("index", [-1] + _epilogue_configs())
+def test_epilogue_wgmma_every_config(index, b_layout, act):
+    """Each config with a kEpilogue kernel (and the planner's choice), both B layouts, every activation:
+    M and N tails (200 x 264 against 64..256-wide tiles), a batch with a broadcast B, bias in another
+    dtype, residual, alpha and beta; NaN-poisoned out; the plan asserted (no fallback to mma.sync)."""
+    from aiter_lite.tuning.matmul_configs import default_config
+
+    batch, m, n, k = 2, 200, 264, 136
+    for mode in ("fp16", "bf16"):
+        dt = MODES[mode]
+        a = _randn(batch, m, k, dtype=dt)
+        b = _randn(k, n, dtype=dt) if b_layout == "n" else _randn(n, k, dtype=dt).mT
+        kw = dict(bias=_randn(n, dtype=torch.float32 if mode == "fp16" else torch.float16), activation=act,
+                  residual=_randn(batch, m, n, dtype=dt), alpha=0.5, beta=-1.5)
+        out = torch.full((batch, m, n), float("nan"), device="cuda", dtype=dt)
+        variant = "auto" if index < 0 else "wgmma"
+        plan = matmul_plan(a, b, out, variant=variant, config=index, **kw)
+        kernel, cfg = plan.split()
+        assert kernel == "wgmma", plan
+        if index >= 0:
+            assert int(cfg) == index, plan
+        else:
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            assert int(cfg) == default_config("wgmma_16", m, n, batch, sms, k=k, epilogue=True), plan
+        aiter_lite.matmul(a, b, out, variant=variant, config=index, **kw)
+        ref = matmul_ref(a, b, **kw)
+        assert rel_error(out, ref) <= TOL[mode], f"{plan} {mode} {act} B {b_layout}"
+
+
+@needs_sm90
+@pytest.mark.parametrize("case", ["bias", "bias-gelu", "residual", "alpha", "residual-is-out", "bias-1000x4096"])
+@pytest.mark.parametrize("mode", ["fp16", "bf16"])
+def test_epilogue_wgmma_parts(mode, case):
+    """Each part of the epilogue alone on the wgmma kernel (config -1): the other parts' null pointers
+    and defaults; a residual that is out itself (every element read before the warp stores it); a
+    larger product (several tiles per CTA)."""
+    dt = MODES[mode]
+    m, n, k = (1000, 4096, 520) if case.endswith("4096") else (129, 136, 72)
+    a, b = _randn(m, k, dtype=dt), _randn(k, n, dtype=dt)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+    kw = {"bias": dict(bias=_randn(n)), "bias-gelu": dict(bias=_randn(n), activation="gelu"),
+          "residual": dict(residual=_randn(m, n, dtype=dt), beta=0.75), "alpha": dict(alpha=-2.0),
+          "bias-1000x4096": dict(bias=_randn(n, dtype=dt), activation="silu")}.get(case)
+    if case == "residual-is-out":
+        out = _randn(m, n, dtype=dt)
+        kw = dict(residual=out, activation="relu")
+        ref = matmul_ref(a, b, residual=out.clone(), activation="relu")
+    else:
+        ref = matmul_ref(a, b, **kw)
+    plan = matmul_plan(a, b, out, **kw)
+    assert plan.startswith("wgmma"), plan
+    aiter_lite.matmul(a, b, out, **kw)
+    assert rel_error(out, ref) <= TOL[mode], f"{plan} {case}"
+
+
+@needs_sm90
+def test_epilogue_wgmma_layouts_without_kernel():
+    """An M-contiguous A with an epilogue has no wgmma kernel: mma.sync, still correct."""
+    a, b = _randn(136, 200, dtype=torch.bfloat16).mT, _randn(136, 72, dtype=torch.bfloat16)
+    bias = _randn(72)
+    assert matmul_plan(a, b, bias=bias).startswith("tensor_core")
+    out = aiter_lite.matmul(a, b, bias=bias, activation="gelu_tanh")
+    assert rel_error(out, matmul_ref(a, b, bias=bias, activation="gelu_tanh")) <= TOL["bf16"]

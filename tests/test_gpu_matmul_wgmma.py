@@ -11,7 +11,8 @@ The operands here are therefore mostly slices of wider tensors whose leading dim
 multiple of 8 ("pad8"), so that odd M, N, K (1, 7, 127, 129, 1000) still run the wgmma kernel and its
 zero-filled TMA tails are tested. The mma.sync kernel's 16-byte cp.async path has the same stride and
 alignment rules, so contiguous operands with odd leading dims (and misaligned pointers) run the SIMT
-kernel; the one layout that goes from wgmma to mma.sync is an M-contiguous A (a.t()).
+kernel. An M-contiguous A (a.t(), the A^T of a backward's dB) runs wgmma with an N-contiguous B in the
+configs without clusters (wgmma_has_kernel), else mma.sync.
 """
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def _randn(*shape, dtype, gen):
 
 def _a(m, k, dtype, gen, layout="pad8", batch=None):
     """A [.., m, k]. pad8: K-contiguous with the row stride padded to a multiple of 8 (TMA-able);
-    n: contiguous; t: M-contiguous (a transposed view); off: one element into its storage."""
+    n: contiguous; t: M-contiguous (a transposed view); t8: M-contiguous with the column stride padded
+    to a multiple of 8 (TMA-able); off: one element into its storage."""
     lead = () if batch is None else (batch,)
     if layout == "pad8":
         return _randn(*lead, m, _round8(k), dtype=dtype, gen=gen)[..., :k]
@@ -68,6 +70,8 @@ def _a(m, k, dtype, gen, layout="pad8", batch=None):
         return _randn(*lead, m, k, dtype=dtype, gen=gen)
     if layout == "t":
         return _randn(*lead, k, m, dtype=dtype, gen=gen).transpose(-1, -2)
+    if layout == "t8":
+        return _randn(*lead, k, _round8(m), dtype=dtype, gen=gen)[..., :m].transpose(-1, -2)
     if layout == "off":  # 2 bytes past a 16-byte boundary; row stride a multiple of 8
         count = math.prod(lead) * m * _round8(k)
         return _randn(count + 1, dtype=dtype, gen=gen)[1:].view(*lead, m, _round8(k))[..., :k]
@@ -149,10 +153,10 @@ def _run(a, b, mode, variant="wgmma", config=-1, out=None, expect="wgmma"):
     return out, plan
 
 
-def _check_config(index, m, n, k, gen, what, b_layout="pad8"):
+def _check_config(index, m, n, k, gen, what, b_layout="pad8", a_layout="pad8"):
     """Config `index` on an m x n x k product with a poisoned out, in both dtypes, against float64."""
     for mode in DTYPES:
-        a = _a(m, k, DTYPES[mode], gen)
+        a = _a(m, k, DTYPES[mode], gen, a_layout)
         b = _b(k, n, DTYPES[mode], gen, b_layout)
         out, _ = _run(a, b, mode, config=index)
         _check(out, a, b, mode, f"{what} {mode} seed={gen.initial_seed()}")
@@ -328,21 +332,102 @@ def test_strided_out(out_layout, mode, gen):
         _check(out, a, b, mode, f"out {out_layout} config {index} {mode}")
 
 
+# ---- M-contiguous A (a.t(): the A^T of dB = A^T dC), read through wgmma's transpose bit --------------
+
+
+def _a_mn_configs():
+    from aiter_lite.tuning.matmul_configs import wgmma_has_kernel
+
+    return [c.index for c in _wgmma_configs() if wgmma_has_kernel(c, a_k_major=False)]
+
+
+@needs_sm90
+@pytest.mark.parametrize("mode", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_a_m_major_shapes(shape, mode, gen):
+    """Config -1 with an M-contiguous A on every tail shape: wgmma (M tails are the zero-filled inner
+    dim of A's boxes now), in the config the Python mirror predicts."""
+    from aiter_lite.tuning.matmul_configs import default_config
+
+    m, n, k = shape
+    a = _a(m, k, DTYPES[mode], gen, "t8")
+    b = _b(k, n, DTYPES[mode], gen)
+    out, plan = _run(a, b, mode)
+    _check(out, a, b, mode, f"A^T {shape} {mode} ({plan}) seed={gen.initial_seed()}")
+    if k > 1:  # the M-major kernel (K = 1: A is K-contiguous as well, and takes the K-major one)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        assert int(plan.split()[1]) in _a_mn_configs()
+        assert int(plan.split()[1]) == default_config("wgmma_16", m, n, 1, sms, k=k, a_k_major=False)
+
+
+@needs_sm90
+@pytest.mark.parametrize("shape", [(257, 383, 1000), (64, 256, 96), (7, 129, 129), (1100, 1200, 1024),
+                                   (4096, 4096, 256), (300, 520, 8192 + 72)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("index", _a_mn_configs())
+def test_a_m_major_every_config(index, shape, gen):
+    """Every config with an M-major A kernel: tails on all sides, many tiles per CTA, long K (the
+    ring through many phases), both dtypes."""
+    _check_config(index, *shape, gen, f"A^T config {index} {shape}", "pad8", "t8")
+
+
+@needs_sm90
+@pytest.mark.parametrize("case", ["a3-b3", "a3-b2", "bcast-b3", "a2-b3"])
+@pytest.mark.parametrize("index", [-1] + _a_mn_configs())
+def test_a_m_major_batched(index, case, gen):
+    """Batched and broadcast M-contiguous A."""
+    batch, m, n, k = 3, 136, 264, 129
+    dt, mode = torch.bfloat16, "bf16"
+    la, lb = case.split("-")
+    if la == "a2":
+        a = _a(m, k, dt, gen, "t8")
+    elif la == "bcast":
+        a = _a(m, k, dt, gen, "t8").expand(batch, m, k)
+    else:
+        a = _a(m, k, dt, gen, "t8", batch=batch)
+    b = _b(k, n, dt, gen) if lb == "b2" else _b(k, n, dt, gen, batch=batch)
+    out, plan = _run(a, b, mode, config=index)
+    _check(out, a, b, mode, f"A^T batched {case} config {index} ({plan})")
+
+
+@needs_sm90
+@pytest.mark.parametrize("mode", list(DTYPES))
+def test_backward_runs_wgmma(mode, gen):
+    """The backward of a @ b and of x @ w.t() (nn.Linear): dA = dC B^T and dB = A^T dC both on wgmma
+    (the transposes are views), gradients against float64."""
+    import aiter_lite
+    from aiter_lite.ops.matmul import matmul_plan
+
+    dt = DTYPES[mode]
+    m, n, k = 1000, 264, 520
+    for b_layout in ("n", "t"):
+        a = _a(m, k, dt, gen, "n").requires_grad_()
+        b = _b(k, n, dt, gen, b_layout).detach().requires_grad_()
+        dc = _randn(m, n, dtype=dt, gen=gen)
+        assert matmul_plan(dc, b.detach().t()).split()[0] == "wgmma"
+        assert matmul_plan(a.detach().t(), dc).split()[0] == "wgmma"
+        aiter_lite.matmul(a, b).backward(dc)
+        _check(a.grad, dc, b.detach().t(), mode, f"dA B {b_layout}")
+        _check(b.grad, a.detach().t(), dc, mode, f"dB B {b_layout}")
+
+
 # ---- fallbacks and errors ---------------------------------------------------------------------------
 
 
 @needs_sm90
-@pytest.mark.parametrize("case,expect", [("a_t", "tensor_core"), ("a_off", "simt"), ("a_odd_k", "simt"),
-                                         ("b_odd_n", "simt"), ("bt_odd_k", "simt")])
+@pytest.mark.parametrize("case,expect", [("a_t", "tensor_core"), ("a_t_bt", "tensor_core"), ("a_off", "simt"),
+                                         ("a_odd_k", "simt"), ("b_odd_n", "simt"), ("bt_odd_k", "simt")])
 def test_fallbacks(case, expect, gen):
-    """Layouts the wgmma kernel does not take run the mma.sync kernel (M-contiguous A) or, where that
-    cannot take them either (strides or pointers off 16 bytes), the SIMT kernel (docs/matmul.md), even
-    with variant="wgmma" and an explicit wgmma config (validated, then not used)."""
+    """Layouts the wgmma kernel does not take run the mma.sync kernel (an M-contiguous A in a config
+    without its kernel: the first config, a 2-CTA cluster; an M-contiguous A with a K-contiguous B) or,
+    where that cannot take them either (strides or pointers off 16 bytes), the SIMT kernel
+    (docs/matmul.md), even with variant="wgmma" and an explicit wgmma config (validated, then not used)."""
     dt, mode = torch.float16, "fp16"
     m, n, k = 136, 72, 88
     a, b = _a(m, k, dt, gen), _b(k, n, dt, gen)
     if case == "a_t":
         a = _a(m, k, dt, gen, "t")
+    elif case == "a_t_bt":
+        a, b = _a(m, k, dt, gen, "t"), _b(k, n, dt, gen, "t")
     elif case == "a_off":
         a = _a(m, k, dt, gen, "off")
     elif case == "a_odd_k":
@@ -355,6 +440,10 @@ def test_fallbacks(case, expect, gen):
         k = 87
         a, b = _a(m, k, dt, gen), _b(k, n, dt, gen, "t")
     config = _wgmma_configs()[0].index
+    if case == "a_t":
+        from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS, wgmma_has_kernel
+
+        assert not wgmma_has_kernel(MATMUL_CONFIGS[config], a_k_major=False)
     out, plan = _run(a, b, mode, variant="wgmma", config=config, expect=expect)
     _check(out, a, b, mode, f"fallback {case} ({plan})")
 

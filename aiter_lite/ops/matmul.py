@@ -172,13 +172,14 @@ def _check_residual_alias(out: torch.Tensor, residual: Optional[torch.Tensor]) -
 
 
 def _launch(a, b, out, allow_tf32, variant: int, config: int, bias=None, act: int = 0, residual=None,
-            alpha: float = 1.0, beta: float = 1.0) -> None:
-    """Runs the kernel into out (checked arguments). allow_tf32: a bool, or None for torch's setting."""
+            alpha: float = 1.0, beta: float = 1.0, fresh_out: bool = False) -> None:
+    """Runs the kernel into out (checked arguments). allow_tf32: a bool, or None for torch's setting.
+    fresh_out: out was just allocated, so it overlaps no input (the alias checks are skipped)."""
     if allow_tf32 is None:
         allow_tf32 = _tf32_flag(a, None)
     if out.numel() == 0:
         return
-    if not torch.compiler.is_compiling():
+    if not fresh_out and not _is_compiling():
         check_no_alias("out", out, (("a", a), ("b", b), ("bias", bias)))
         _check_residual_alias(out, residual)
     if a.shape[-1] == 0:  # a @ b is zero: the epilogue alone
@@ -381,17 +382,33 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
         else:
             torch.ops.aiter_lite.matmul_out(a, b, out, bias, residual, act, alpha, beta, allow_tf32, v, config)
         return out
+    if use_direct_call():  # eager: without the dispatcher's host time (~0.1 ms a call)
+        if needs_grad:
+            return _autograd().MatmulFunction.apply(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32,
+                                                    v, config)
+        return _autograd().forward_no_grad(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, v, config)
     return torch.ops.aiter_lite.matmul(a, b, bias, residual, act, alpha, beta, out_dtype, allow_tf32, v, config)
 
 
+def _autograd():
+    """ops/matmul_autograd.py (it imports this module)."""
+    from . import matmul_autograd
+
+    return matmul_autograd
+
+
 def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None, *,
-                allow_tf32: Optional[bool] = None, variant: str = "auto", config: int = -1) -> str:
+                allow_tf32: Optional[bool] = None, variant: str = "auto", config: int = -1,
+                bias: Optional[torch.Tensor] = None, activation: Optional[str] = None,
+                residual: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 1.0) -> str:
     """The kernel and tile config that matmul(a, b, out, ...) would run, as "<kernel> <config>":
     kernel naive | simt | tensor_core | wgmma | wgmma_tf32 on the GPU (config a MATMUL_CONFIGS index),
     "cpu -1" on the CPU, "none -1" when there is nothing to compute. Checks the arguments like matmul and runs
     nothing (config=-1 is the kernel's own choice; the autotuner is not consulted). For tests and
-    benchmarks: variant="wgmma" falls back to tensor_core on layouts TMA cannot describe."""
-    shape, out_dt, _ = _check(a, b, out, allow_tf32, variant, config)
+    benchmarks: variant="wgmma" falls back to tensor_core on layouts TMA cannot describe. bias ... beta:
+    the call's epilogue (a call with one may run another kernel than one without)."""
+    shape, out_dt, act = _check(a, b, out, allow_tf32, variant, config, bias, activation, residual, alpha, beta)
+    epilogue = bias is not None or act != 0 or residual is not None or float(alpha) != 1.0
     tf32 = _tf32_flag(a, allow_tf32)
     if out is None:
         out = torch.empty(shape, dtype=out_dt, device=a.device)
@@ -402,7 +419,7 @@ def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = 
     with on_device(a):
         return mod.plan(a3.data_ptr(), b3.data_ptr(), o3.data_ptr(), o3.shape[0], a3.shape[1], b3.shape[2],
                         a3.shape[2], *a3.stride(), *b3.stride(), *o3.stride(), DTYPE_CODES[a3.dtype],
-                        DTYPE_CODES[o3.dtype], tf32, VARIANTS[variant], config)
+                        DTYPE_CODES[o3.dtype], tf32, VARIANTS[variant], config, epilogue)
 
 
 def matmul_cluster_slots(size: int, device: Optional[torch.device] = None) -> int:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Mapping, NamedTuple, Optional
 
 __all__ = ["MatmulTileConfig", "MATMUL_CONFIGS", "DEFAULT_CONFIG", "PATHS", "WGMMA_PATHS", "SIMT_SMEM_PAD", "WGMMA_SMEM_EXTRA",
-           "WGMMA_EPILOGUE_BYTES_PER_WARP", "b_rows_off_sector", "configs_for", "default_config", "path_for"]
+           "WGMMA_EPILOGUE_BYTES_PER_WARP", "b_rows_off_sector", "configs_for", "default_config", "path_for",
+           "wgmma_has_kernel"]
 
 # MatmulPath values of the header, in order:
 #   simt             register-blocked FFMA kernel (strict fp32; any dtype with variant="tiled")
@@ -228,14 +229,27 @@ def b_rows_off_sector(m: int, lines: int, line_stride: int) -> bool:
     return m > 256 and lines > 1 and line_stride % 16 == 8
 
 
+def wgmma_has_kernel(c: MatmulTileConfig, a_k_major: bool = True, b_k_major: bool = False,
+                     epilogue: bool = False) -> bool:
+    """wgmma_has_kernel in csrc/kernels/matmul_launch.h: every wgmma_16 config has kernels for a
+    K-major A; an M-major A (a.t()) only with an N-major B, in the configs without clusters; the fused
+    epilogue a K-major A, either B, in the configs without clusters and deferred stores."""
+    single = c.cluster_m == 1 and c.cluster_n == 1
+    if epilogue:
+        return a_k_major and single and c.epilogue_overlap == 0
+    return a_k_major or (not b_k_major and single)
+
+
 def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_sector: bool,
-                   cluster_slots: Optional[Mapping[int, int]]) -> int:
+                   cluster_slots: Optional[Mapping[int, int]], a_k_major: bool = True,
+                   epilogue: bool = False) -> int:
     """wgmma_choose_config in matmul.cu, operation for operation: the config whose waves of work units
     finish first. units: tiles (a multicast cluster's tiles count as one unit); slots: clusters of
     cluster_m * cluster_n * split_k CTAs that fit at once (cluster_slots[size]; by default
     sm_count // size); a unit costs BM * BN * ceil(k_tiles / split_k) / rate (+ WGMMA_SPLIT_K_OVERHEAD
     under split-K); cost = ceil(units / slots) * that; ties go to the lower index. The 2 x 2 clusters
-    (cluster_n > 1) compete only when B's rows are off the sector grid."""
+    (cluster_n > 1) compete only when B's rows are off the sector grid; an M-major A (a_k_major False)
+    takes only the configs that have its kernel (wgmma_has_kernel), and so does a call with an epilogue."""
     def slots_of(size):
         if size == 1:
             return sm_count
@@ -248,13 +262,15 @@ def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_
         per_unit = (float(c.bm * c.bn * k_unit) / _wgmma_rate(c, off_sector)
                     + (WGMMA_SPLIT_K_OVERHEAD if c.split_k > 1 else 0.0))
         return float(-(-units // slots)) * per_unit
-    candidates = [c for c in fits if off_sector or c.cluster_n == 1]
+    candidates = [c for c in fits
+                  if (off_sector or c.cluster_n == 1) and wgmma_has_kernel(c, a_k_major, False, epilogue)]
     return min(candidates, key=lambda c: (cost(c), c.index)).index
 
 
 def default_config(path: str, m: int, n: int, batch: int = 1, sm_count: int = 132,
                    max_smem_per_block: int = 227 * 1024, k: int = 4096, b_rows_off_sector: bool = False,
-                   cluster_slots: Optional[Mapping[int, int]] = None) -> int:
+                   cluster_slots: Optional[Mapping[int, int]] = None, a_k_major: bool = True,
+                   epilogue: bool = False) -> int:
     """What config=-1 picks (resolve_config in csrc/kernels/matmul.cu): the path's default; its
     smallest tile when the default would give fewer than sm_count / 2 blocks; its largest tile that
     fits when the default needs more shared memory than the device allows per block (the opt-in
@@ -263,13 +279,14 @@ def default_config(path: str, m: int, n: int, batch: int = 1, sm_count: int = 13
     wgmma_tf32 (wgmma_tf32_choose_config); the other paths ignore k. wgmma_16 also takes whether B's
     lines are off the sector grid (b_rows_off_sector(...)) and how many clusters of 2 and 4 CTAs the
     GPU holds at once ({size: clusters}, as the module's cluster_slots reports; an H100 holds 66 and
-    30; by default sm_count // size)."""
+    30; by default sm_count // size), whether A is K-major (False: a.t(), with an N-major B) and whether
+    the call has a fused epilogue."""
     eb = _elem_bytes(path)
     fits = [c for c in configs_for(path) if c.smem_bytes(eb) <= max_smem_per_block]
     if not fits:
         raise ValueError(f"no {path} config fits in {max_smem_per_block} bytes of shared memory")
     if path == _W:
-        return _wgmma_default(fits, m, n, k, batch, sm_count, b_rows_off_sector, cluster_slots)
+        return _wgmma_default(fits, m, n, k, batch, sm_count, b_rows_off_sector, cluster_slots, a_k_major, epilogue)
     if path == _WTF:
         return _wgmma_tf32_default(fits, m, n, k, batch, sm_count)
     default = MATMUL_CONFIGS[DEFAULT_CONFIG[path]]

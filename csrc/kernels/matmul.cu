@@ -35,9 +35,12 @@
 //   wgmma kernel (TMA tensor maps; see wgmma_a_ok / wgmma_b_layout in matmul_launch.h), with V = 8
 //     elements (16 bytes): A K-contiguous (a_col_stride == 1) with a_row_stride % V == 0; B
 //     N-contiguous (b_col_stride == 1, b_row_stride % V == 0) or K-contiguous (b_row_stride == 1,
-//     b_col_stride % V == 0); batch strides % V == 0 (or 0); a and b 16-byte aligned. M-contiguous
-//     A (a.t()), odd leading dims (K % 8 != 0 for a contiguous A, N % 8 != 0 for a contiguous B)
-//     and offset views run the mma.sync kernel instead (with its default config).
+//     b_col_stride % V == 0); batch strides % V == 0 (or 0); a and b 16-byte aligned. A may also
+//     be M-contiguous (a.t(): a_row_stride == 1, a_col_stride % V == 0) where B is N-contiguous,
+//     in the configs without clusters (wgmma_has_kernel; the planner picks among those; an
+//     explicit other config runs mma.sync). Odd leading dims (K % 8 != 0 for a contiguous A,
+//     N % 8 != 0 for a contiguous B), an M-contiguous A with a K-contiguous B, and offset views run
+//     the mma.sync kernel instead (with its default config).
 //     The tf32 wgmma kernel (fp32) takes the same layouts with V = 4 fp32 elements (16 bytes): a
 //     contiguous A needs K % 4 == 0, a contiguous B N % 4 == 0, w.t() K % 4 == 0.
 //   Output: any strides. Rows with out_col_stride == 1 (row stride and pointer aligned) get
@@ -66,7 +69,8 @@
 //   matmul_tc_bf16.cu   operand orientations
 //   matmul_tc_tf32.cu
 //   matmul_wgmma_fp16.cu  Hopper kernels (sm_90a only; present when AITER_LITE_HAS_MATMUL_WGMMA_FP16
-//   matmul_wgmma_bf16.cu  / _BF16 is defined), one dtype each: all kWgmma16 configs, both B layouts
+//   matmul_wgmma_bf16.cu  / _BF16 is defined), one dtype each: all kWgmma16 configs, both B layouts,
+//                         and the M-contiguous A kernels (wgmma_has_kernel in matmul_launch.h)
 //   matmul_skinny_fp32.cu  skinny kernels (M <= 16), one dtype each: all row bounds and B layouts
 //   matmul_skinny_fp16.cu
 //   matmul_skinny_bf16.cu
@@ -376,7 +380,7 @@ bool wgmma_b_rows_off_sector(const MatmulParams& p, bool b_k_major) {
 // slower in every measurement (4096^3 bf16 0.80x cuBLAS against 0.93x, 2048^3 0.57x against 0.97x:
 // 30 clusters of 4 leave 12 of 132 SMs idle). aiter_lite/tuning/matmul_configs.py (default_config)
 // mirrors this, operation for operation.
-int wgmma_choose_config(const MatmulParams& p, bool b_k_major) {
+int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
   const int64_t smem_limit = max_smem_per_block();
   const bool off_sector = wgmma_b_rows_off_sector(p, b_k_major);
   int best = -1;
@@ -385,6 +389,7 @@ int wgmma_choose_config(const MatmulParams& p, bool b_k_major) {
     const MatmulTileConfig& c = kMatmulConfigs[i];
     if (c.path != MatmulPath::kWgmma16 || config_smem(c, p.dtype) > smem_limit) continue;
     if (c.cluster_n > 1 && !off_sector) continue;
+    if (!matmul_detail::wgmma_has_kernel(i, a_k_major, b_k_major, epilogue)) continue;
     const int64_t tiles_m = (p.m + c.bm - 1) / c.bm, tiles_n = (p.n + c.bn - 1) / c.bn;
     const int64_t units =
         (tiles_m + c.cluster_m - 1) / c.cluster_m * ((tiles_n + c.cluster_n - 1) / c.cluster_n) * p.batch;
@@ -407,24 +412,32 @@ int wgmma_choose_config(const MatmulParams& p, bool b_k_major) {
 // probe: also build the tensor maps (the driver may still reject one); without it a rejected map
 // shows up only at launch, which then falls back the same way (run_slice).
 SlicePlan plan_wgmma(const MatmulParams& p, bool probe) {
-  // The Hopper kernels have no fused epilogue (an unrolled one per config made their build many times
-  // slower): a call with an epilogue runs the mma.sync kernel, which has one.
-  if (!p.epilogue.is_identity()) return plan_tensor_core(p, -1);
 #if defined(AITER_LITE_CUDA)
   const WgmmaBLayout b_layout = matmul_detail::wgmma_b_layout(p);
+  const bool b_k_major = b_layout == WgmmaBLayout::kKMajor;
+  // A fused epilogue runs in the kEpilogue kernels (K-major A, configs without clusters or deferred
+  // stores: wgmma_has_kernel), which are built for a few configs only, to keep the build short.
+  const bool epilogue = !p.epilogue.is_identity();
+  // A K-contiguous, else M-contiguous (a.t(): dB = A^T dC in a backward) where a kernel exists.
+  const bool a_k_major = matmul_detail::wgmma_a_ok(p);
+  const bool a_ok =
+      a_k_major || (!epilogue && matmul_detail::wgmma_a_mn_ok(p) && b_layout == WgmmaBLayout::kNMajor);
   // K >= 1: the kernel's accumulators are only ever written by wgmma (no k-tile, no zeros).
-  if (p.k >= 1 && matmul_detail::wgmma_a_ok(p) && b_layout != WgmmaBLayout::kUnsupported) {
+  if (p.k >= 1 && a_ok && b_layout != WgmmaBLayout::kUnsupported) {
     const int config = p.config >= 0 ? resolve_config(MatmulPath::kWgmma16, p.config, p)
-                                     : wgmma_choose_config(p, b_layout == WgmmaBLayout::kKMajor);
-    const SlicePlan plan{SlicePlan::Kernel::kWgmma, config, true, b_layout == WgmmaBLayout::kKMajor};
+                                     : wgmma_choose_config(p, a_k_major, b_k_major, epilogue);
+    const SlicePlan plan{SlicePlan::Kernel::kWgmma, config, a_k_major, b_k_major};
+    // An explicit config without a kernel for this layout or epilogue: validated, then not used.
+    if (!matmul_detail::wgmma_has_kernel(config, a_k_major, b_k_major, epilogue)) return plan_tensor_core(p, -1);
     if (!probe) return plan;
     bool ok = false;
 #if defined(AITER_LITE_HAS_MATMUL_WGMMA_FP16)
-    if (p.dtype == DType::kFloat16) ok = matmul_detail::wgmma_cuda<half_t>(p, config, plan.b_k_major, nullptr, false);
+    if (p.dtype == DType::kFloat16)
+      ok = matmul_detail::wgmma_cuda<half_t>(p, config, a_k_major, b_k_major, nullptr, false);
 #endif
 #if defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16)
     if (p.dtype == DType::kBFloat16)
-      ok = matmul_detail::wgmma_cuda<bfloat16_t>(p, config, plan.b_k_major, nullptr, false);
+      ok = matmul_detail::wgmma_cuda<bfloat16_t>(p, config, a_k_major, b_k_major, nullptr, false);
 #endif
     if (ok) return plan;
   }
@@ -468,7 +481,7 @@ int wgmma_tf32_choose_config(const MatmulParams& p) {
 // The tf32 wgmma kernel where the layout qualifies (16-byte TMA rules with 4-byte elements), else
 // the mma.sync tf32 kernel with its default config; probe as in plan_wgmma.
 SlicePlan plan_wgmma_tf32(const MatmulParams& p, bool probe) {
-  if (!p.epilogue.is_identity()) return plan_tensor_core(p, -1);  // no fused epilogue here (plan_wgmma)
+  if (!p.epilogue.is_identity()) return plan_tensor_core(p, -1);  // the tf32 wgmma kernel has no fused epilogue
 #if defined(AITER_LITE_CUDA)
   const WgmmaBLayout b_layout = matmul_detail::wgmma_b_layout(p, 4);
   if (p.k >= 1 && matmul_detail::wgmma_a_ok(p, 4) && b_layout != WgmmaBLayout::kUnsupported) {
@@ -543,11 +556,12 @@ void run_slice(const MatmulParams& s, const SlicePlan& plan, gpuStream_t stream)
       bool launched = false;
 #if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_FP16)
       if (s.dtype == DType::kFloat16)
-        launched = matmul_detail::wgmma_cuda<half_t>(s, plan.config, plan.b_k_major, stream, true);
+        launched = matmul_detail::wgmma_cuda<half_t>(s, plan.config, plan.a_k_major, plan.b_k_major, stream, true);
 #endif
 #if defined(AITER_LITE_CUDA) && defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16)
       if (s.dtype == DType::kBFloat16)
-        launched = matmul_detail::wgmma_cuda<bfloat16_t>(s, plan.config, plan.b_k_major, stream, true);
+        launched =
+            matmul_detail::wgmma_cuda<bfloat16_t>(s, plan.config, plan.a_k_major, plan.b_k_major, stream, true);
 #endif
       if (!launched) run_slice(s, or_skinny(s, plan_tensor_core(s, -1)), stream);  // a tensor map the driver rejected
       return;

@@ -171,7 +171,18 @@ constexpr int config_ordinal(int config) {
 constexpr int tc_item(int config, bool a_k_major, bool b_k_major) {
   return config_ordinal(config) * 4 + a_k_major * 2 + b_k_major;
 }
-constexpr int wgmma_item(int config, bool b_k_major) { return config_ordinal(config) * 2 + b_k_major; }
+// Items: (config, A K-major, B) as before the M-major A kernels existed; M-major A items after all of
+// those, then the epilogue kernels.
+constexpr int wgmma_config_count() {
+  int count = 0;
+  for (int i = 0; i < kMatmulNumConfigs; ++i) count += kMatmulConfigs[i].path == MatmulPath::kWgmma16;
+  return count;
+}
+inline constexpr int kWgmmaConfigCount = wgmma_config_count();
+constexpr int wgmma_item(int config, bool a_k_major, bool b_k_major, bool epilogue = false) {
+  return (epilogue ? 4 * kWgmmaConfigCount : a_k_major ? 0 : 2 * kWgmmaConfigCount) + config_ordinal(config) * 2 +
+         b_k_major;
+}
 
 template <typename T>
 constexpr int tc_shards() {
@@ -223,6 +234,23 @@ inline bool wgmma_a_ok(const MatmulParams& p, int64_t vec = 8) {
          wgmma_batch_stride_ok(p.batch, p.a_batch_stride, vec);
 }
 
+// The 16-bit wgmma kernels: every config with a K-major A and either B; with an M-major A (a.t(), the
+// A^T of a backward's dB = A^T dC) only the configs without clusters and an N-major B, to keep the
+// build short (an M-major A with a K-major B runs mma.sync). With the fused epilogue: a K-major A,
+// either B, the configs without clusters and without deferred stores (calls with an epilogue on other
+// layouts run mma.sync). aiter_lite/tuning/matmul_configs.py (wgmma_has_kernel) mirrors this rule.
+constexpr bool wgmma_has_kernel(int config, bool a_k_major, bool b_k_major, bool epilogue = false) {
+  const MatmulTileConfig& c = kMatmulConfigs[config];
+  const bool single = c.cluster_m == 1 && c.cluster_n == 1;
+  if (epilogue) return a_k_major && single && c.epilogue_overlap == 0;
+  return a_k_major || (!b_k_major && single);
+}
+// M-contiguous A (a.t() of a [K, M] tensor), 16-bit kernel only (tf32 wgmma has no transpose bit).
+inline bool wgmma_a_mn_ok(const MatmulParams& p) {
+  return aligned(p.a, 16) && (p.a_row_stride == 1 || p.m == 1) && wgmma_stride_ok(p.k, p.a_col_stride) &&
+         wgmma_batch_stride_ok(p.batch, p.a_batch_stride);
+}
+
 inline WgmmaBLayout wgmma_b_layout(const MatmulParams& p, int64_t vec = 8) {
   if (!aligned(p.b, 16) || !wgmma_batch_stride_ok(p.batch, p.b_batch_stride, vec)) return WgmmaBLayout::kUnsupported;
   const bool n_major = (p.b_col_stride == 1 || p.n == 1) && wgmma_stride_ok(p.k, p.b_row_stride, vec);
@@ -241,14 +269,19 @@ inline WgmmaBLayout wgmma_b_layout(const MatmulParams& p, int64_t vec = 8) {
 // tensor maps and, if `launch`, launches; returns false, launching nothing, when the driver rejects
 // a tensor map or the grid would be too large (the caller then runs the mma.sync kernel).
 template <typename T, int kShard, int kShards>
-bool wgmma_shard_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch);
+bool wgmma_shard_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream,
+                      bool launch);
 
+// a_k_major false: A passes wgmma_a_mn_ok. wgmma_has_kernel(config, a_k_major, b_k_major, the call has
+// an epilogue) must hold.
 template <typename T>
-bool wgmma_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch) {
-  if (config < 0 || config >= kMatmulNumConfigs) invalid("no wgmma kernel for config " + std::to_string(config));
+bool wgmma_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream, bool launch) {
+  const bool epilogue = !p.epilogue.is_identity();
+  if (config < 0 || config >= kMatmulNumConfigs || !wgmma_has_kernel(config, a_k_major, b_k_major, epilogue))
+    invalid("no wgmma kernel for config " + std::to_string(config) + " and this layout");
   constexpr int kShards = wgmma_shards<T>();
-  return with_shard<kShards>(shard_of(wgmma_item(config, b_k_major), kShards), [&](auto shard) {
-    return wgmma_shard_cuda<T, decltype(shard)::value, kShards>(p, config, b_k_major, stream, launch);
+  return with_shard<kShards>(shard_of(wgmma_item(config, a_k_major, b_k_major, epilogue), kShards), [&](auto shard) {
+    return wgmma_shard_cuda<T, decltype(shard)::value, kShards>(p, config, a_k_major, b_k_major, stream, launch);
   });
 }
 

@@ -33,6 +33,7 @@
 //
 // Shared memory (dynamic, aligned up to 1024 bytes: the 128-byte swizzle's atom):
 //   A stages  kStages x [kBM rows][64 k]           K-major, 128-byte rows, TMA box {64, kBM}
+//                        M-major: kBM / 64 blocks of [64 k rows][64 m], box {64, 64} each
 //   B stages  kStages x  K-major: [kBN rows][64 k]  box {64, kBN / kCluster}
 //                        N-major: kBN / 64 column blocks of [64 k rows][64 n], box {64, 64} each
 //   epilogue  one [16 rows][64 columns] 16-bit slot per consumer warp (d with epilogue_overlap =
@@ -41,9 +42,12 @@
 //   partial   split-K configs only: BM x BN fp32, in accumulator-fragment order (float4 f of
 //             consumer thread t at (f * 128 + t) * 16 bytes: every access a full 512-byte warp row)
 //   mbarriers full[kStages], empty[kStages]
-// Operand layouts: A K-contiguous (row-major [M, K]); B either N-contiguous (row-major [K, N]) or
-// K-contiguous (b = w.t() for a [N, K] weight), the latter through wgmma's transpose bit. Other
-// layouts, and strides TMA cannot describe, run the mma.sync kernel (matmul.cu decides).
+// Operand layouts: A K-contiguous (row-major [M, K]) or, with an N-contiguous B and a config without
+// clusters, M-contiguous (a.t(): the A^T of a backward's dB = A^T dC), loaded as kBM / 64 blocks of
+// [64 k rows][64 m] like an N-major B; B either N-contiguous (row-major [K, N]) or K-contiguous
+// (b = w.t() for a [N, K] weight). wgmma's transpose bits read the MN-major tiles. Other layouts, and
+// strides TMA cannot describe, run the mma.sync kernel (matmul.cu decides; matmul_launch.h lists
+// which (config, A, B) combinations have a kernel: wgmma_has_kernel).
 //
 // Clusters (kCluster = 2): the two CTAs of a cluster take vertically adjacent tiles (same n0), so
 // they need the same B tile. Each loads half of it and multicasts the half to both, and each
@@ -122,7 +126,7 @@ inline void after_launch(int, cudaStream_t) {}
 namespace aiter_lite {
 namespace matmul_detail {
 
-template <typename T, int kConfig, bool kBKMajor_>
+template <typename T, int kConfig, bool kBKMajor_, bool kAKMajor_ = true, bool kEpilogue_ = false>
 struct WgmmaMatmulTraits {
   using elem_t = T;
   using tag_t = typename std::conditional<std::is_same<T, half_t>::value, wgmma::WgmmaF16, wgmma::WgmmaBF16>::type;
@@ -131,6 +135,8 @@ struct WgmmaMatmulTraits {
   static_assert(kCfg.path == MatmulPath::kWgmma16, "config is for another path");
 
   static constexpr bool kBKMajor = kBKMajor_;  // B contiguous along K (else along N)
+  static constexpr bool kAKMajor = kAKMajor_;  // A contiguous along K (else along M: a.t(), the A^T of dB)
+  static constexpr bool kEpilogue = kEpilogue_;  // the fused epilogue (WgmmaArgs::epi) before the rounding
   static constexpr int kBM = kCfg.bm, kBN = kCfg.bn, kBK = kCfg.bk, kStages = kCfg.stages;
   static constexpr int kCluster = kCfg.cluster_m;               // CTAs per cluster along M (multicast B)
   static constexpr int kClusterN = kCfg.cluster_n;              // CTAs per cluster along N (multicast A)
@@ -167,6 +173,9 @@ struct WgmmaMatmulTraits {
   static constexpr int kAStageBytes = kBM * kRowBytes;
   static constexpr int kBStageBytes = kBN * kRowBytes;
   static constexpr int kBColumnBlockBytes = kBK * 128;        // N-major: one 64-wide block of kBK rows
+  // M-major A: kBM / 64 blocks of [kBK k rows][64 m], 8 KB each. A block of 64 rows of m takes the
+  // same 8 KB as 64 K-major rows, so a consumer's m64 block mb starts at the same offset either way.
+  static constexpr int kAColumnBlockBytes = kBK * 128;
   static constexpr int kStageTxBytes = kAStageBytes + kBStageBytes;  // every byte lands in every CTA
   static constexpr int kEpiWarpBytes = kMatmulWgmmaEpilogueBytesPerWarp * kEpiSlots;  // slots of [16][64] 16-bit
   static constexpr int kAOffset = 0;
@@ -196,6 +205,9 @@ struct WgmmaMatmulTraits {
                 "deferred epilogue pieces: at most BN / 64, persistent configs only");
   static_assert(kBarOffset + 1024 + 1024 == kSmemBytes, "layout disagrees with matmul_config_smem_bytes");
   static_assert(kStageWriters * kConsumers * 4 < (1 << 20), "arrival count");
+  static_assert(kAKMajor || (kMulticastSize == 1 && kBM % 64 == 0), "M-major A: single CTAs, whole 64-row blocks");
+  static_assert(!kEpilogue || !kOverlapEpilogue, "the fused epilogue runs on whole tiles (wgmma_epilogue)");
+  static_assert(kAColumnBlockBytes == 64 * kRowBytes, "an M-major block of 64 rows sits where 64 K-major rows would");
 };
 
 // Kernel arguments besides the two tensor maps. Work units: total_units = batch * units_per_batch,
@@ -209,6 +221,7 @@ struct WgmmaArgs {
   int32_t units_n, units_m, units_per_batch, total_units;
   int32_t a_batched, b_batched;  // 1: the operand's tensor map has the batch dim; 0: broadcast (coordinate 0)
   bool out_vec;                  // out rows contiguous, row/batch strides multiples of 8, pointer 16-byte aligned
+  MatmulEpilogue epi;            // 16-bit kernels built with kEpilogue only (wgmma_apply_epilogue)
 };
 
 struct WgmmaTile {
@@ -315,7 +328,12 @@ __device__ __forceinline__ void wgmma_producer(const CUtensorMap* tmap_a, const 
       const int32_t k0 = kt * kBK;
       const uint32_t a_dst = smem + Traits::kAOffset + stage * Traits::kAStageBytes;
       const uint32_t b_dst = smem + Traits::kBOffset + stage * Traits::kBStageBytes;
-      if constexpr (kClusterN == 1) {
+      if constexpr (!Traits::kAKMajor) {
+        // kBM / 64 blocks of [64 k rows][64 m] (the map's inner dim is M).
+#pragma unroll
+        for (int block = 0; block < Traits::kBM / 64; ++block)
+          sm90::tma_load_3d(a_dst + block * Traits::kAColumnBlockBytes, tmap_a, tile.m0 + block * 64, k0, za, full);
+      } else if constexpr (kClusterN == 1) {
         sm90::tma_load_3d(a_dst, tmap_a, k0, tile.m0, za, full);
       } else {
         // Rows [rank_n * kARowsPerCta, +kARowsPerCta) of the A tile, for both CTAs of the row.
@@ -510,12 +528,14 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
                                                int consumer, int lane, WgmmaKRange range, int& stage,
                                                uint32_t& phase, const Hook& hook = Hook{}) {
   constexpr int kStages = Traits::kStages, kMBlocks = Traits::kMBlocks, kN = Traits::kBN;
+  constexpr int kTransA = Traits::kAKMajor ? 0 : 1;
   constexpr int kTransB = Traits::kBKMajor ? 0 : 1;
-  constexpr uint64_t kDescA = wgmma::desc_base_k_major();
+  constexpr uint64_t kDescA =
+      Traits::kAKMajor ? wgmma::desc_base_k_major() : wgmma::desc_base_mn_major(Traits::kAColumnBlockBytes);
   constexpr uint64_t kDescB =
       Traits::kBKMajor ? wgmma::desc_base_k_major() : wgmma::desc_base_mn_major(Traits::kBColumnBlockBytes);
   // Bytes from one k16 step to the next: 16 elements along a K-major row, or 16 K-major rows.
-  constexpr uint32_t kAStepBytes = 32;
+  constexpr uint32_t kAStepBytes = Traits::kAKMajor ? 32 : 16 * 128;
   constexpr uint32_t kBStepBytes = Traits::kBKMajor ? 32 : 16 * 128;
   const uint32_t full0 = smem + Traits::kBarOffset, empty0 = full0 + 8 * kStages;
   const uint32_t a_rows = smem + Traits::kAOffset + consumer * Traits::kWgRows * Traits::kRowBytes;
@@ -547,7 +567,7 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
 #pragma unroll
       for (int mb = 0; mb < kMBlocks; ++mb) {
         const uint64_t desc_a = desc_a0 + wgmma::desc_field(mb * 64 * Traits::kRowBytes + kk * kAStepBytes);
-        wgmma::mma_async<kN, 0, kTransB>(acc[mb], desc_a, desc_b, scale_d, typename Traits::tag_t{});
+        wgmma::mma_async<kN, kTransA, kTransB>(acc[mb], desc_a, desc_b, scale_d, typename Traits::tag_t{});
       }
     }
     wgmma::wgmma_commit();
@@ -572,11 +592,81 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
   if (range.end > range.begin) wgmma_release<Traits>(empty0 + 8 * prev_stage, lane);
 }
 
+// The fused epilogue (MatmulEpilogue, kEpilogue kernels) on a consumer thread's accumulators of `tile`,
+// in place, in fp32 before the stores round them once: acc[mb][i] is out[row][col] with row = m0 +
+// consumer rows + 64 mb + 16 warp + lane / 4 + 8 ((i / 2) % 2), col = n0 + 8 (i / 4) + 2 (lane % 4) + i % 2
+// (wgmma.cuh). A loop over a stack copy, as in the mma.sync kernel, unrolled by kEpilogueUnroll only:
+// unrolled per accumulator the activations' code made the build many times slower, and rolled (one
+// value per iteration) each value's bias and residual loads waited in turn, which doubled the time of
+// a 4096 x 11008 x 4096 product (H100, 2026-11-25). Per iteration, all loads of its 16 values are
+// issued first (predicated, no branch between them), then the arithmetic, as apply_epilogue does it.
+// A residual that is out itself is safe: a warp's rows are read here, by the warp, before the warp
+// stores any of them.
+template <int kN, typename B>
+__device__ __forceinline__ void wgmma_epilogue_bias(float (&b)[kN], const void* bias, int64_t stride,
+                                                    const int32_t (&col)[kN], const bool (&in)[kN]) {
+#pragma unroll
+  for (int u = 0; u < kN; ++u) b[u] = in[u] ? to_float(static_cast<const B*>(bias)[col[u] * stride]) : 0.f;
+}
+
+template <class Traits>
+__device__ __forceinline__ void wgmma_apply_epilogue(float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+                                                     const WgmmaArgs<typename Traits::elem_t>& args,
+                                                     const WgmmaTile& tile, int consumer, int warp, int lane) {
+  using T = typename Traits::elem_t;
+  constexpr int kRegs = Traits::kAccRegs, kCount = Traits::kMBlocks * kRegs, kU = 16;  // kEpilogueUnroll
+  static_assert(kCount % kU == 0, "whole unrolled iterations");
+  const MatmulEpilogue& e = args.epi;
+  const int32_t row0 = tile.m0 + consumer * Traits::kWgRows + 16 * warp + lane / 4;
+  const int32_t col0 = tile.n0 + 2 * (lane % 4);
+  const T* residual = static_cast<const T*>(e.residual);
+  if (residual != nullptr) residual += static_cast<int64_t>(tile.z) * e.residual_batch_stride;
+  float v[kCount];
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) v[i] = acc[i / kRegs][i % kRegs];
+#pragma unroll 1
+  for (int i0 = 0; i0 < kCount; i0 += kU) {
+    int32_t row[kU], col[kU];
+    bool in[kU];
+    float b[kU], r[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int i = i0 + u, k = i % kRegs;
+      row[u] = row0 + 64 * (i / kRegs) + 8 * ((k / 2) % 2);
+      col[u] = col0 + 8 * (k / 4) + k % 2;
+      in[u] = row[u] < args.m && col[u] < args.n;
+    }
+    if (e.bias == nullptr) {
+#pragma unroll
+      for (int u = 0; u < kU; ++u) b[u] = 0.f;
+    } else if (e.bias_dtype == DType::kFloat32) {
+      wgmma_epilogue_bias<kU, float>(b, e.bias, e.bias_stride, col, in);
+    } else if (e.bias_dtype == DType::kFloat16) {
+      wgmma_epilogue_bias<kU, half_t>(b, e.bias, e.bias_stride, col, in);
+    } else {
+      wgmma_epilogue_bias<kU, bfloat16_t>(b, e.bias, e.bias_stride, col, in);
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      r[u] = residual != nullptr && in[u]
+                 ? to_float(residual[row[u] * e.residual_row_stride + col[u] * e.residual_col_stride])
+                 : 0.f;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const float z = matmul_activation(e.activation, fmaf(v[i0 + u], e.alpha, b[u]));
+      v[i0 + u] = residual != nullptr ? fmaf(e.beta, r[u], z) : z;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) acc[i / kRegs][i % kRegs] = v[i];
+}
+
 template <class Traits, int kPiece0 = 0, int kPiece1 = Traits::kBN / 64>
-__device__ __forceinline__ void wgmma_epilogue(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+__device__ __forceinline__ void wgmma_epilogue(float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
                                                const WgmmaArgs<typename Traits::elem_t>& args, const WgmmaTile& tile,
                                                uint32_t smem, int consumer) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  if constexpr (Traits::kEpilogue) wgmma_apply_epilogue<Traits>(acc, args, tile, consumer, warp, lane);
   const uint32_t epi_buf = smem + Traits::kEpiOffset + (consumer * 4 + warp) * Traits::kEpiWarpBytes;
   const bool interior = tile.m0 + Traits::kBM <= args.m && tile.n0 + Traits::kBN <= args.n;
   if (interior)
@@ -864,9 +954,13 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   const bool a_batched = p.batch > 1 && p.a_batch_stride != 0;
   const bool b_batched = p.batch > 1 && p.b_batch_stride != 0;
   CUtensorMap map_a, map_b;
-  if (!wgmma_operand_map(&map_a, kDtype, p.a, p.k, p.m, a_batched ? p.batch : 1, p.a_row_stride, p.a_batch_stride,
-                         64, Traits::kARowsPerCta))
-    return false;
+  const bool a_ok =
+      Traits::kAKMajor
+          ? wgmma_operand_map(&map_a, kDtype, p.a, p.k, p.m, a_batched ? p.batch : 1, p.a_row_stride,
+                              p.a_batch_stride, 64, Traits::kARowsPerCta)
+          : wgmma_operand_map(&map_a, kDtype, p.a, p.m, p.k, a_batched ? p.batch : 1, p.a_col_stride,
+                              p.a_batch_stride, 64, 64);
+  if (!a_ok) return false;
   const bool b_ok =
       Traits::kBKMajor
           ? wgmma_operand_map(&map_b, kDtype, p.b, p.k, p.n, b_batched ? p.batch : 1, p.b_col_stride,
@@ -885,6 +979,7 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
 
   WgmmaArgs<T> args = make_wgmma_args<T>(p, Traits::kBK, units_n, units_m, units, a_batched, b_batched);
   args.out_vec = out_vec_ok(p, 8, sizeof(T));
+  if constexpr (Traits::kEpilogue) args.epi = p.epilogue;
 
   auto kernel = matmul_wgmma_kernel<Traits>;
   ensure_dynamic_smem<Traits>(kernel);
@@ -916,18 +1011,29 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
 }
 
 // The kernels of this shard's items only (matmul_launch.h, wgmma_item); the dispatch (wgmma_cuda)
-// never asks for another's.
+// never asks for another's. A call with an epilogue (p.epilogue not the identity) runs the kEpilogue
+// kernel of the config, which exists for the configs wgmma_has_kernel names.
 template <typename T, int kShard, int kShards>
-bool wgmma_shard_cuda(const MatmulParams& p, int config, bool b_k_major, gpuStream_t stream, bool launch) {
+bool wgmma_shard_cuda(const MatmulParams& p, int config, bool a_k_major, bool b_k_major, gpuStream_t stream,
+                      bool launch) {
   bool done = false;
+  const bool epilogue = !p.epilogue.is_identity();
   with_config<MatmulPath::kWgmma16>(config, [&](auto index) {
     constexpr int kConfig = decltype(index)::value;
-    with_bool(b_k_major, [&](auto b_k) {
-      constexpr bool kBKMajor = decltype(b_k)::value;
-      if constexpr (in_shard(wgmma_item(kConfig, kBKMajor), kShard, kShards))
-        done = wgmma_launch<WgmmaMatmulTraits<T, kConfig, kBKMajor>>(p, stream, launch);
-      else
-        invalid("wgmma config " + std::to_string(config) + " asked of the wrong shard");
+    with_bool(a_k_major, [&](auto a_k) {
+      constexpr bool kAKMajor = decltype(a_k)::value;
+      with_bool(b_k_major, [&](auto b_k) {
+        constexpr bool kBKMajor = decltype(b_k)::value;
+        with_bool(epilogue, [&](auto epi) {
+          constexpr bool kEpi = decltype(epi)::value;
+          if constexpr (!wgmma_has_kernel(kConfig, kAKMajor, kBKMajor, kEpi))
+            invalid("no wgmma kernel for config " + std::to_string(config) + " with this layout and epilogue");
+          else if constexpr (in_shard(wgmma_item(kConfig, kAKMajor, kBKMajor, kEpi), kShard, kShards))
+            done = wgmma_launch<WgmmaMatmulTraits<T, kConfig, kBKMajor, kAKMajor, kEpi>>(p, stream, launch);
+          else
+            invalid("wgmma config " + std::to_string(config) + " asked of the wrong shard");
+        });
+      });
     });
   });
   return done;

@@ -12,7 +12,7 @@ namespace matmul_detail {
 
 static_assert(AITER_LITE_SHARDS == AITER_LITE_SHARDS_MATMUL_WGMMA_BF16, "shards of this file: see shard.h");
 template bool wgmma_shard_cuda<bfloat16_t, AITER_LITE_SHARD, AITER_LITE_SHARDS>(
-    const MatmulParams&, int, bool, gpuStream_t, bool);
+    const MatmulParams&, int, bool, bool, gpuStream_t, bool);
 
 }  // namespace matmul_detail
 }  // namespace aiter_lite

@@ -85,15 +85,18 @@ void run_matmul_dense(uintptr_t a, uintptr_t b, uintptr_t out, int64_t batch, in
 }
 
 // Which kernel and config run_matmul would launch, "<kernel> <config>" (tests and benchmarks).
+// epilogue: the call has a fused epilogue (every one plans alike, so a marker activation stands in).
 std::string plan_matmul(uintptr_t a, uintptr_t b, uintptr_t out, int64_t batch, int64_t m, int64_t n, int64_t k,
                         int64_t a_batch_stride, int64_t a_row_stride, int64_t a_col_stride,
                         int64_t b_batch_stride, int64_t b_row_stride, int64_t b_col_stride,
                         int64_t out_batch_stride, int64_t out_row_stride, int64_t out_col_stride,
-                        int32_t dtype, int32_t out_dtype, bool allow_tf32, int32_t variant, int32_t config) {
-  return aiter_lite::matmul_plan(make_params(a, b, out, batch, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
-                                             b_batch_stride, b_row_stride, b_col_stride, out_batch_stride,
-                                             out_row_stride, out_col_stride, dtype, out_dtype, allow_tf32, variant,
-                                             config));
+                        int32_t dtype, int32_t out_dtype, bool allow_tf32, int32_t variant, int32_t config,
+                        bool epilogue) {
+  MatmulParams p = make_params(a, b, out, batch, m, n, k, a_batch_stride, a_row_stride, a_col_stride, b_batch_stride,
+                               b_row_stride, b_col_stride, out_batch_stride, out_row_stride, out_col_stride, dtype,
+                               out_dtype, allow_tf32, variant, config);
+  if (epilogue) p.epilogue.activation = aiter_lite::MatmulActivation::kRelu;
+  return aiter_lite::matmul_plan(p);
 }
 
 }  // namespace
