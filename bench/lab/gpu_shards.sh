@@ -5,7 +5,7 @@
 # pays) and its slowest units (.ninja_log); the GPU tests that reach every shard; then module_matmul and
 # `build --all`. docs/jit.md ("Cold builds") records the results.
 #   cd <repo> && PYTHONPATH=$PWD bash bench/lab/gpu_shards.sh [STEPS] 2>&1 | tee log
-# STEPS (default "conv tests matmul all"): which parts to run, in that order.
+# STEPS (default "conv tests matmul all"; also s8, threads1): which parts to run, in that order.
 set -uo pipefail
 PY=${PYTHON:-python3}
 STEPS=${1:-conv tests matmul all}
@@ -45,8 +45,14 @@ for step in $STEPS; do case $step in
     SHIPPED=$LAST_CACHE; slowest "$SHIPPED" module_causal_conv1d 8
     cold "module_causal_conv1d, unsharded" 45 $PY -m aiter_lite build module_causal_conv1d_unsharded --backend cuda
     slowest "$LAST_CACHE" module_causal_conv1d_unsharded 6
+    ;;
+  s8)
     cold "module_causal_conv1d, s8" 40 $PY -m aiter_lite build module_causal_conv1d_s8 --backend cuda
     slowest "$LAST_CACHE" module_causal_conv1d_s8 6 ;;
+  threads1)  # the shipped shards without nvcc --split-compile threads
+    cold "module_causal_conv1d, shipped shards, AITER_LITE_DEVICE_THREADS=1" 40 \
+      env AITER_LITE_DEVICE_THREADS=1 $PY -m aiter_lite build module_causal_conv1d --backend cuda
+    slowest "$LAST_CACHE" module_causal_conv1d 4 ;;
   tests)  # on the shipped build; three files at once
     if [ $((BUDGET - SECONDS)) -lt 50 ]; then echo "SKIPPED (time): tests"; continue; fi
     export AITER_LITE_CACHE_DIR=${SHIPPED:-$(mktemp -d)}
@@ -55,6 +61,7 @@ for step in $STEPS; do case $step in
     pt tests/test_gpu_conv_shards.py &
     pt tests/test_gpu_causal_conv1d_bwd_paths.py &
     pt tests/test_gpu_causal_conv1d.py -k "forward_sweep or update" &
+    pt tests/test_gpu_causal_conv1d_states.py &
     wait; unset AITER_LITE_CACHE_DIR ;;
   matmul)
     cold "module_matmul (unchanged)" 35 $PY -m aiter_lite build module_matmul --backend cuda
