@@ -98,7 +98,9 @@ def test_shipped_opt_in_files_build_unsharded_and_sharded():
     launch = (kernels / "matmul_launch.h").read_text()
     for stem in ("MATMUL_TC_FP16", "MATMUL_TC_BF16", "MATMUL_TC_TF32", "MATMUL_WGMMA_FP16", "MATMUL_WGMMA_BF16"):
         assert f"#ifndef AITER_LITE_SHARDS_{stem}" in launch
-    for name in ("matmul_tc_fp16.cu", "matmul_wgmma_bf16.cu", "matmul_simt.cu", "causal_conv1d_update.cu"):
+    for name in ("matmul_tc_fp16.cu", "matmul_wgmma_bf16.cu", "matmul_simt.cu", "causal_conv1d_update.cu",
+                 "causal_conv1d_fwd.cu", "causal_conv1d_bwd_rows.cu", "causal_conv1d_bwd_channel_last.cu",
+                 "causal_conv1d_bwd_tile.cu"):
         assert "AITER_LITE_SHARD" in (kernels / name).read_text(), name
 
 

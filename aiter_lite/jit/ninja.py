@@ -98,10 +98,11 @@ def generate_ninja(spec: ModuleSpec, library_name: str, import_name: str, thread
             f"  description = {spec.backend.upper()} $label",
         ]
     lines += ["", "rule link", "  command = $link $in $link_flags -o $out", "  description = LINK $out", ""]
-    objects = []
-    for i, unit in enumerate(spec.units):
-        obj = object_name(i, unit.source, unit.shard, unit.shards)
-        objects.append(obj)
+    objects = [object_name(i, u.source, u.shard, u.shards) for i, u in enumerate(spec.units)]
+    # With more units than jobs, ninja starts a cold build's edges in file order: the shards come first,
+    # since the registry shards the heaviest files (a late-starting heavy unit would end the build alone).
+    for i in sorted(range(len(spec.units)), key=lambda i: (spec.units[i].shards == 1, i)):
+        unit, obj = spec.units[i], objects[i]
         lines.append(f"build {_esc(obj)}: {unit.compiler} {_esc(unit.source)}")
         lines.append(f"  label = {_var(unit.label)}")
         if unit.arch_flags:

@@ -633,6 +633,11 @@ bool rows_of_pieces(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_t 
 
 }  // namespace
 
+// Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
+// shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// the others). The plan sizes its chunks from the width-4 kernels' occupancy, so it is compiled in the
+// shard that holds width 4; bwd_channel_last_run, the entry the backward dispatch calls, in shard 0.
+#if AITER_LITE_SHARD == (4 - 1) % AITER_LITE_SHARDS
 BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool want_vec) {
   BwdChannelLastPlan plan{};
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
@@ -667,9 +672,23 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
   plan.partial_rows = B * ((plan.n_chunks + kClChunks - 1) / kClChunks);
   return plan;
 }
+#endif
 
-void bwd_channel_last_run(const CausalConv1dBwdParams& p, const BwdChannelLastPlan& plan, const WeightArgs& w,
-                          const BwdPartials& partials, gpuStream_t stream) {
+template <int kShard, int kShards>
+void bwd_channel_last_shard(const CausalConv1dBwdParams& p, const BwdChannelLastPlan& plan, const WeightArgs& w,
+                            const BwdPartials& partials, gpuStream_t stream);
+
+#define AITER_LITE_BWD_CL_SHARD_EXTERN(s)                                                                   \
+  extern template void bwd_channel_last_shard<s, AITER_LITE_SHARDS>(                                        \
+      const CausalConv1dBwdParams&, const BwdChannelLastPlan&, const WeightArgs&, const BwdPartials&, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_BWD_CL_SHARD_EXTERN)
+#undef AITER_LITE_BWD_CL_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// The kernels of this shard's widths (width_shard).
+template <int kShard, int kShards>
+void bwd_channel_last_shard(const CausalConv1dBwdParams& p, const BwdChannelLastPlan& plan, const WeightArgs& w,
+                            const BwdPartials& partials, gpuStream_t stream) {
   const bool seq = p.seq_idx != nullptr;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     constexpr int kVec = kStagedChannels;
@@ -684,6 +703,18 @@ void bwd_channel_last_run(const CausalConv1dBwdParams& p, const BwdChannelLastPl
     });
   });
 }
+
+template void bwd_channel_last_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(
+    const CausalConv1dBwdParams&, const BwdChannelLastPlan&, const WeightArgs&, const BwdPartials&, gpuStream_t);
+
+#if AITER_LITE_SHARD == 0
+void bwd_channel_last_run(const CausalConv1dBwdParams& p, const BwdChannelLastPlan& plan, const WeightArgs& w,
+                          const BwdPartials& partials, gpuStream_t stream) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+    bwd_channel_last_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, partials, stream);
+  });
+}
+#endif
 
 }  // namespace conv1d
 }  // namespace aiter_lite

@@ -459,6 +459,41 @@ bool dense_rows(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_
 
 }  // namespace
 
+// Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
+// shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// the others). The plan and bwd_rows_run, the entry the backward dispatch calls, are compiled in shard 0.
+template <int kShard, int kShards>
+void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
+                    const BwdPartials& partials, gpuStream_t stream);
+
+#define AITER_LITE_BWD_ROWS_SHARD_EXTERN(s) \
+  extern template void bwd_rows_shard<s, AITER_LITE_SHARDS>( \
+      const CausalConv1dBwdParams&, const BwdRowsPlan&, const WeightArgs&, const BwdPartials&, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_BWD_ROWS_SHARD_EXTERN)
+#undef AITER_LITE_BWD_ROWS_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// The kernels of this shard's widths (width_shard).
+template <int kShard, int kShards>
+void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
+                    const BwdPartials& partials, gpuStream_t stream) {
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if (plan.shifted) {
+        if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true>(p, w, partials, stream);
+        else bwd_rows_launch<scalar_t, kW, 1, true>(p, w, partials, stream);
+      } else {
+        if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, false>(p, w, partials, stream);
+        else bwd_rows_launch<scalar_t, kW, 1, false>(p, w, partials, stream);
+      }
+    });
+  });
+}
+
+template void bwd_rows_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(
+    const CausalConv1dBwdParams&, const BwdRowsPlan&, const WeightArgs&, const BwdPartials&, gpuStream_t);
+
+#if AITER_LITE_SHARD == 0
 BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   BwdRowsPlan plan{};
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
@@ -504,18 +539,11 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
 
 void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
                   const BwdPartials& partials, gpuStream_t stream) {
-  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      if (plan.shifted) {
-        if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true>(p, w, partials, stream);
-        else bwd_rows_launch<scalar_t, kW, 1, true>(p, w, partials, stream);
-      } else {
-        if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, false>(p, w, partials, stream);
-        else bwd_rows_launch<scalar_t, kW, 1, false>(p, w, partials, stream);
-      }
-    });
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+    bwd_rows_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, partials, stream);
   });
 }
+#endif
 
 }  // namespace conv1d
 }  // namespace aiter_lite

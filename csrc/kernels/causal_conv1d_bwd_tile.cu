@@ -288,6 +288,37 @@ void bwd_tile_launch(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, co
 
 }  // namespace
 
+// Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
+// shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// the others). The plan and bwd_tile_run, the entry the backward dispatch calls, are compiled in shard 0.
+template <int kShard, int kShards>
+void bwd_tile_shard(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, const WeightArgs& w,
+                    const BwdPartials& partials, gpuStream_t stream);
+
+#define AITER_LITE_BWD_TILE_SHARD_EXTERN(s) \
+  extern template void bwd_tile_shard<s, AITER_LITE_SHARDS>( \
+      const CausalConv1dBwdParams&, const BwdTilePlan&, const WeightArgs&, const BwdPartials&, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_BWD_TILE_SHARD_EXTERN)
+#undef AITER_LITE_BWD_TILE_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// The kernels of this shard's widths (width_shard).
+template <int kShard, int kShards>
+void bwd_tile_shard(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, const WeightArgs& w,
+                    const BwdPartials& partials, gpuStream_t stream) {
+  const bool seq = p.seq_idx != nullptr;
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if (seq) bwd_tile_launch<scalar_t, kW, true>(p, plan, w, partials, stream);
+      else bwd_tile_launch<scalar_t, kW, false>(p, plan, w, partials, stream);
+    });
+  });
+}
+
+template void bwd_tile_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(
+    const CausalConv1dBwdParams&, const BwdTilePlan&, const WeightArgs&, const BwdPartials&, gpuStream_t);
+
+#if AITER_LITE_SHARD == 0
 BwdTilePlan bwd_tile_plan(const CausalConv1dBwdParams& p) {
   BwdTilePlan plan{};
   const int64_t B = p.batch, L = p.seqlen;
@@ -303,14 +334,11 @@ BwdTilePlan bwd_tile_plan(const CausalConv1dBwdParams& p) {
 
 void bwd_tile_run(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, const WeightArgs& w,
                   const BwdPartials& partials, gpuStream_t stream) {
-  const bool seq = p.seq_idx != nullptr;
-  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      if (seq) bwd_tile_launch<scalar_t, kW, true>(p, plan, w, partials, stream);
-      else bwd_tile_launch<scalar_t, kW, false>(p, plan, w, partials, stream);
-    });
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+    bwd_tile_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, partials, stream);
   });
 }
+#endif
 
 }  // namespace conv1d
 }  // namespace aiter_lite

@@ -680,7 +680,54 @@ void fwd_naive_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
 // ---------------------------------------------------------------------------------------------
 // Path selection (host)
 
+}  // namespace
+
+// Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards.
+// Shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// the others) and shard 0 the runtime-width naive kernel; path selection and causal_conv1d_fwd are
+// compiled in shard 0, which calls the shard of the call's width (fwd_plain_run). The path is the
+// shards' interface, so it lives outside the anonymous namespace.
 enum class FwdPath { kNaive, kShared, kRows, kFlat, kChannelLastVec, kChannelLastScalar };
+
+template <int kShard, int kShards>
+void fwd_plain_shard(const CausalConv1dFwdParams& p, FwdPath path, const WeightArgs& w, gpuStream_t stream);
+
+#define AITER_LITE_FWD_SHARD_EXTERN(s) \
+  extern template void fwd_plain_shard<s, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, FwdPath, const WeightArgs&, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_FWD_SHARD_EXTERN)
+#undef AITER_LITE_FWD_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// The launch of a path chosen by fwd_plain_run, for a width of this shard (width_shard; naive: shard 0).
+template <int kShard, int kShards>
+void fwd_plain_shard(const CausalConv1dFwdParams& p, FwdPath path, const WeightArgs& w, gpuStream_t stream) {
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    switch (path) {
+      case FwdPath::kNaive:
+        if constexpr (width_in_this_shard(kMaxTemplateWidth + 1)) return fwd_naive_launch<scalar_t>(p, w, stream);
+        break;
+      case FwdPath::kShared:
+        return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_shared_launch<scalar_t, kW>(p, w, stream); });
+      case FwdPath::kRows:  // fwd_rows_run, called by fwd_plain_run
+        break;
+      case FwdPath::kFlat:
+        return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, w, stream); });
+      case FwdPath::kChannelLastVec:
+        return AITER_LITE_CONV_WIDTH_SWITCH(
+            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, kChannelLastVecBytes / sizeof(scalar_t)>(p, w, stream); });
+      case FwdPath::kChannelLastScalar:
+        return AITER_LITE_CONV_WIDTH_SWITCH(
+            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, 1>(p, w, stream); });
+    }
+    throw std::logic_error("aiter_lite causal_conv1d_fwd: kernel path not in this shard");
+  });
+}
+
+template void fwd_plain_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, FwdPath,
+                                                                   const WeightArgs&, gpuStream_t);
+
+#if AITER_LITE_SHARD == 0
+namespace {
 
 // Dense [B, D, L]: element (b, d, t) at b*D*L + d*L + t (strides of size-1 dims do not matter).
 bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
@@ -731,29 +778,17 @@ void fwd_plain_run(const CausalConv1dFwdParams& p, gpuStream_t stream) {
   FwdRowsPlan rows{};
   const FwdPath path = choose_fwd_path(p, rows);
   if (path == FwdPath::kRows) return fwd_rows_run(p, rows, w, stream);
-  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    switch (path) {
-      case FwdPath::kNaive:
-        return fwd_naive_launch<scalar_t>(p, w, stream);
-      case FwdPath::kShared:
-        return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_shared_launch<scalar_t, kW>(p, w, stream); });
-      case FwdPath::kRows:  // handled above
-      case FwdPath::kFlat:
-        return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, w, stream); });
-      case FwdPath::kChannelLastVec:
-        return AITER_LITE_CONV_WIDTH_SWITCH(
-            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, kChannelLastVecBytes / sizeof(scalar_t)>(p, w, stream); });
-      case FwdPath::kChannelLastScalar:
-        return AITER_LITE_CONV_WIDTH_SWITCH(
-            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, 1>(p, w, stream); });
-    }
-    throw std::logic_error("aiter_lite causal_conv1d_fwd: unhandled kernel path");
+  const int shard = path == FwdPath::kNaive ? 0 : width_shard(p.width, AITER_LITE_SHARDS);
+  with_shard<AITER_LITE_SHARDS>(shard, [&](auto s) {
+    fwd_plain_shard<decltype(s)::value, AITER_LITE_SHARDS>(p, path, w, stream);
   });
 }
 
 }  // namespace
+#endif  // AITER_LITE_SHARD == 0
 }  // namespace conv1d
 
+#if AITER_LITE_SHARD == 0
 void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
   using namespace conv1d;
   if (p.width < 1) throw std::invalid_argument("aiter_lite causal_conv1d_fwd: width must be >= 1");
@@ -784,5 +819,6 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
   }
   fwd_plain_run(p, stream);
 }
+#endif  // AITER_LITE_SHARD == 0
 
 }  // namespace aiter_lite

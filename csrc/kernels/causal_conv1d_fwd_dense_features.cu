@@ -567,6 +567,37 @@ bool dense_rows(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_
 
 }  // namespace
 
+// Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
+// shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// the others). The plan and fwd_dense_features_run, the entry causal_conv1d_fwd calls, compile in shard 0.
+template <int kShard, int kShards>
+void fwd_dense_features_shard(const CausalConv1dFwdParams& p, const FwdDenseFeaturesPlan& plan, const WeightArgs& w,
+                              gpuStream_t stream);
+
+#define AITER_LITE_DENSE_FEATURES_SHARD_EXTERN(s)                    \
+  extern template void fwd_dense_features_shard<s, AITER_LITE_SHARDS>( \
+      const CausalConv1dFwdParams&, const FwdDenseFeaturesPlan&, const WeightArgs&, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_DENSE_FEATURES_SHARD_EXTERN)
+#undef AITER_LITE_DENSE_FEATURES_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// The kernels of this shard's widths (width_shard).
+template <int kShard, int kShards>
+void fwd_dense_features_shard(const CausalConv1dFwdParams& p, const FwdDenseFeaturesPlan& plan, const WeightArgs& w,
+                              gpuStream_t stream) {
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if (p.seq_idx != nullptr) dense_features_launch<scalar_t, kW, DenseMode::kRuns>(p, plan, w, stream);
+      else if (p.cu_seqlens != nullptr) dense_features_launch<scalar_t, kW, DenseMode::kVarlen>(p, plan, w, stream);
+      else dense_features_launch<scalar_t, kW, DenseMode::kRows>(p, plan, w, stream);
+    });
+  });
+}
+
+template void fwd_dense_features_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(
+    const CausalConv1dFwdParams&, const FwdDenseFeaturesPlan&, const WeightArgs&, gpuStream_t);
+
+#if AITER_LITE_SHARD == 0
 FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p) {
   FwdDenseFeaturesPlan plan{};
   if (p.width > kMaxTemplateWidth || p.variant == ConvVariant::kNaive || p.variant == ConvVariant::kShared)
@@ -595,16 +626,13 @@ FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p) {
 
 void fwd_dense_features_run(const CausalConv1dFwdParams& p, const FwdDenseFeaturesPlan& plan, const WeightArgs& w,
                             gpuStream_t stream) {
-  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      if (p.seq_idx != nullptr) dense_features_launch<scalar_t, kW, DenseMode::kRuns>(p, plan, w, stream);
-      else if (p.cu_seqlens != nullptr) dense_features_launch<scalar_t, kW, DenseMode::kVarlen>(p, plan, w, stream);
-      else dense_features_launch<scalar_t, kW, DenseMode::kRows>(p, plan, w, stream);
-    });
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+    fwd_dense_features_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, stream);
   });
   // The final states this kernel did not write: a second launch, after every read of the initial states.
   if (p.final_states != nullptr && !plan.fuse_final) fwd_features_run(p, w, stream, 0);
 }
+#endif
 
 }  // namespace conv1d
 }  // namespace aiter_lite
