@@ -31,6 +31,7 @@
 #include <string>
 
 #include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_channel_last.h"
 #include "causal_conv1d_fwd_dense_features.h"
 #include "causal_conv1d_fwd_features.h"
 #include "causal_conv1d_fwd_rows.h"
@@ -680,7 +681,7 @@ void fwd_naive_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
 // ---------------------------------------------------------------------------------------------
 // Path selection (host)
 
-enum class FwdPath { kNaive, kShared, kRows, kFlat, kChannelLastVec, kChannelLastScalar };
+enum class FwdPath { kNaive, kShared, kRows, kFlat, kChannelLastStaged, kChannelLastVec, kChannelLastScalar };
 
 // Dense [B, D, L]: element (b, d, t) at b*D*L + d*L + t (strides of size-1 dims do not matter).
 bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
@@ -690,8 +691,9 @@ bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t 
 
 constexpr int64_t kTinyElts = 32768;  // B * D * L at most: the naive kernel's regime (auto only)
 
-// rows: filled in when the rows kernel takes the call (FwdPath::kRows), so the launch does not plan again.
-FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
+// rows, staged_lane_bytes: filled in when the rows kernel (FwdPath::kRows) or the staged channel-last kernel
+// takes the call, so the launch does not plan again.
+FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows, int& staged_lane_bytes) {
   if (p.width > kMaxTemplateWidth || p.variant == ConvVariant::kNaive) return FwdPath::kNaive;
   if (p.variant == ConvVariant::kShared) return FwdPath::kShared;
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
@@ -710,6 +712,8 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
   if (tiny) return FwdPath::kNaive;
   const bool channel_last = (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
   if (channel_last) {
+    staged_lane_bytes = fwd_channel_last_staged_lane_bytes(p);
+    if (staged_lane_bytes > 0) return FwdPath::kChannelLastStaged;
     const int kV = kChannelLastVecBytes / static_cast<int>(dtype_size(p.x_dtype));
     const bool vec = D > 1 &&
                      channel_vectors_aligned(p.x, p.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
@@ -729,8 +733,10 @@ void fwd_plain_run(const CausalConv1dFwdParams& p, gpuStream_t stream) {
   const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
                                         p.bias_stride, p.w_dtype);
   FwdRowsPlan rows{};
-  const FwdPath path = choose_fwd_path(p, rows);
+  int staged_lane_bytes = 0;
+  const FwdPath path = choose_fwd_path(p, rows, staged_lane_bytes);
   if (path == FwdPath::kRows) return fwd_rows_run(p, rows, w, stream);
+  if (path == FwdPath::kChannelLastStaged) return fwd_channel_last_staged_run(p, staged_lane_bytes, w, stream);
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     switch (path) {
       case FwdPath::kNaive:
@@ -738,6 +744,7 @@ void fwd_plain_run(const CausalConv1dFwdParams& p, gpuStream_t stream) {
       case FwdPath::kShared:
         return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_shared_launch<scalar_t, kW>(p, w, stream); });
       case FwdPath::kRows:  // handled above
+      case FwdPath::kChannelLastStaged:
       case FwdPath::kFlat:
         return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, w, stream); });
       case FwdPath::kChannelLastVec:

@@ -1,0 +1,21 @@
+// Interface of the staged channel-last forward kernel (causal_conv1d_fwd_channel_last.cu) for the path
+// choice in causal_conv1d_fwd.cu. Its own translation unit, so a cold JIT build compiles it in parallel.
+#pragma once
+
+#include "causal_conv1d_common.cuh"
+#include "causal_conv1d_params.h"
+#include "port.h"
+
+namespace aiter_lite {
+namespace conv1d {
+
+// Bytes of channels a lane of the staged kernel owns: 0 when the kernel cannot take the call (it needs
+// x and out with dim stride 1, every row of channels 16-byte aligned, and a compile-time width), else 8
+// or 16.
+int fwd_channel_last_staged_lane_bytes(const CausalConv1dFwdParams& p);
+
+void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, int lane_bytes, const WeightArgs& w,
+                                 gpuStream_t stream);
+
+}  // namespace conv1d
+}  // namespace aiter_lite
