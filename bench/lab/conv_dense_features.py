@@ -3,7 +3,7 @@ real API: a correctness sweep against the float64 references (NaN-poisoned outpu
 GPU times replayed from CUDA graphs (L2 flushed before each replay, medians) against the plain forward of the
 same shape and a same-size device copy.
 
-  python bench/lab/conv_dense_features.py [--quick] [--no-time] [--no-check]
+  python bench/lab/conv_dense_features.py [--quick] [--no-time] [--no-check] [--cl-only]
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def run_checks(quick: bool) -> int:
     return fails
 
 
-def time_features():
+def time_features(cl_only=False):
     rng = random.Random(5)
     shapes = [(torch.bfloat16, 8, 5120, 2048, 4), (torch.bfloat16, 4, 4096, 4096, 4), (torch.bfloat16, 8, 4096, 4096, 2),
               (torch.float16, 8, 5120, 2048, 4), (torch.float32, 8, 5120, 2048, 4), (torch.float32, 4, 4096, 4096, 4),
@@ -147,7 +147,8 @@ def time_features():
                  (torch.bfloat16, 4, 512, 2048, 4), (torch.bfloat16, 3, 1536, 777, 3)]
     print("| x / w | B×D×L, W | layout | plain µs | +seq_idx (4/row) | +init | +init+final | copy µs |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for (dtype, B, D, L, W), layout in [(s, "contiguous") for s in shapes] + [(s, "channel-last") for s in cl_shapes]:
+    cases = [] if cl_only else [(s, "contiguous") for s in shapes]
+    for (dtype, B, D, L, W), layout in cases + [(s, "channel-last") for s in cl_shapes]:
         if layout == "contiguous":
             x = torch.randn(B, D, L, dtype=dtype, device=DEV)
             init = torch.randn(B, D, W - 1, dtype=dtype, device=DEV)
@@ -201,11 +202,13 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-time", action="store_true")
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--cl-only", action="store_true", help="time only the channel-last rows (no prefill)")
     args = ap.parse_args()
     fails = 0 if args.no_check else run_checks(args.quick)
     if not args.no_time:
-        time_features()
-        time_prefill()
+        time_features(args.cl_only)
+        if not args.cl_only:
+            time_prefill()
     sys.exit(1 if fails else 0)
 
 

@@ -465,6 +465,7 @@ int64_t channel_last_resident_threads() {
 
 template <class Ktraits>
 int64_t channel_last_chunk_len(int64_t batch, int64_t seqlen, int64_t n_groups) {
+  if (channel_last_forced_chunk_len() > 0) return channel_last_forced_chunk_len();
   return plan_time_chunk_len(batch * n_groups, seqlen, channel_last_resident_threads<Ktraits>(), Ktraits::kUnroll,
                              Ktraits::kMinChunk, Ktraits::kMaxChunk, Ktraits::kTargetThreads);
 }

@@ -223,6 +223,7 @@ void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuS
   const int64_t rows = p.batch * a.n_group_blocks;
   a.chunk_len = std::max<int64_t>(
       kMinChunk, plan_time_chunk_len(rows, p.seqlen, resident, Kt::kStageRows, kMinChunk, kMaxChunk, 2 * resident));
+  if (channel_last_forced_chunk_len() > 0) a.chunk_len = channel_last_forced_chunk_len();
   a.chunk_len = std::min<int64_t>(a.chunk_len, int64_t{1} << 30);  // rows of a chunk are counted in 32 bits
   a.n_chunks = (p.seqlen + a.chunk_len - 1) / a.chunk_len;
   a.n_items = rows * a.n_chunks;
@@ -245,6 +246,14 @@ bool rows_of_16_bytes(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_
 }
 
 }  // namespace
+
+int64_t channel_last_forced_chunk_len() {
+  static const int64_t forced = [] {
+    const char* v = std::getenv("AITER_LITE_CONV_CL_CHUNK");
+    return v == nullptr ? int64_t{0} : std::max<int64_t>(0, std::atoll(v)) / 4 * 4;
+  }();
+  return forced;
+}
 
 int fwd_channel_last_staged_lane_bytes(const CausalConv1dFwdParams& p) {
   if (p.width > kMaxTemplateWidth || p.dim < 2 || p.x_dim_stride != 1 || p.out_dim_stride != 1) return 0;

@@ -14,6 +14,10 @@ namespace conv1d {
 // or 16.
 int fwd_channel_last_staged_lane_bytes(const CausalConv1dFwdParams& p);
 
+// Experiment switch (read once): AITER_LITE_CONV_CL_CHUNK = N fixes the time steps of a work item of both
+// channel-last kernels (0: planned).
+int64_t channel_last_forced_chunk_len();
+
 void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, int lane_bytes, const WeightArgs& w,
                                  gpuStream_t stream);
 
