@@ -60,7 +60,8 @@ def poison_allocator(x):
 
 
 def check_case(dtype, wdtype, B, D, L, W, feature, rng):
-    cl = feature.startswith("cl_")  # channel-last x and states (the channel-last feature kernel)
+    cl = feature.startswith("cl")  # channel-last x and states (the channel-last kernels; cl16: D = 40, whose
+    # rows of channels sit on 16-byte boundaries: the staged kernel)
     x = torch.randn(B, L, D, dtype=dtype, device=DEV).transpose(1, 2) if cl else \
         torch.randn(B, D, L, dtype=dtype, device=DEV)
     w = torch.randn(D, W, dtype=wdtype, device=DEV)
@@ -114,13 +115,16 @@ def run_checks(quick: bool) -> int:
     torch.manual_seed(3)
     fails = n = 0
     features = ["init", "init_final", "final", "seq", "seq_pad", "seq_init_final", "init_final_inplace",
-                "cl_init_final", "cl_seq_init_final", "cl_final", "cl_seq_pad"]
+                "cl_init_final", "cl_seq_init_final", "cl_final", "cl_seq_pad", "cl16_init_final", "cl16_seq_init_final",
+                "cl16_seq_pad"]
     lens = [1, 2, 3, 8, 9, 129, 1000] if quick else [1, 2, 3, 7, 8, 9, 64, 129, 777, 1000, 2048, 3001]
     widths = [2, 4] if quick else [1, 2, 3, 4, 5, 7, 8]
     dtypes = [(torch.bfloat16, torch.float32)] if quick else \
         [(torch.float32, torch.float32), (torch.float16, torch.float16), (torch.bfloat16, torch.float32)]
     for (dtype, wdtype), L, W, feat in itertools.product(dtypes, lens, widths, features):
         B, D = (2, 5) if L > 500 else (3, 7)
+        if feat.startswith("cl16"):
+            D = 40
         n += 1
         if not check_case(dtype, wdtype, B, D, L, W, feat, rng):
             fails += 1

@@ -21,6 +21,16 @@ __device__ __forceinline__ void copy16_to_shared_async(void* dst, const void* sr
 #endif
 }
 
+// 4 bytes from global src to shared dst (both 4-byte aligned), or 4 zero bytes when !valid.
+__device__ __forceinline__ void copy4_to_shared_async(void* dst, const void* src, bool valid) {
+#if defined(AITER_LITE_CUDA)
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
+#else
+  *static_cast<uint32_t*>(dst) = valid ? *static_cast<const uint32_t*>(src) : 0u;
+#endif
+}
+
 // Closes this thread's current group of copies.
 __device__ __forceinline__ void copy_to_shared_commit() {
 #if defined(AITER_LITE_CUDA)

@@ -7,6 +7,11 @@
 // stages, 128 bytes a lane) live in shared memory and the registers hold only the weights and the last W - 1
 // inputs. Each lane reads its own group of a stage row, computes it and stores it; the first W - 1 rows only
 // fill the window, and stages clear of the chunk's ends take no position checks.
+// The same kernel with kFeat serves the calls with states and packed sequences (causal_conv1d_fwd_features.cu
+// sends them): when the walk reaches the start of a sequence (t = 0 of a row, or cu_seqlens[b] in varlen mode)
+// it resets the window to that sequence's initial state (or zeros); seq_idx of each row arrives through the
+// ring beside x, and a tap reads a window position only when it carries the output's index; padded slots and
+// positions after the last sequence write nothing. The final states stay a second launch (the feature file's).
 // Why: the register kernel (causal_conv1d_fwd.cu, still used for unaligned channel rows) keeps its next
 // steps in registers, so the occupancy its window and weights allow left too few bytes in flight
 // (0.90-0.93 of a same-size copy on an H100, 2026-11-22).
@@ -19,6 +24,7 @@
 
 #include "causal_conv1d_common.cuh"
 #include "causal_conv1d_fwd_channel_last.h"
+#include "causal_conv1d_fwd_sequences.cuh"
 #include "causal_conv1d_params.h"
 #include "copy_async.cuh"
 #include "dtype_traits.cuh"
@@ -37,17 +43,24 @@ constexpr int kStageLaneBytes = 32;   // bytes of a stage per lane: two 16-byte 
 
 // Blocks per SM the register bound asks for (the most at which ptxas 13.0, sm_90a, keeps the weights and
 // window in registers): a lane holds kV * (2W) floats of weights, bias and window.
-constexpr int staged_min_blocks(int channels, int width) {
-  return channels * width <= 8 ? 8 : (channels * width <= 16 ? 6 : (channels * width <= 32 ? 4 : 3));
+// With features (kFeat) the sequence record, the window's seq ids and 64-bit positions take ~25 more: at the
+// plain bounds they spilled 8-148 bytes.
+constexpr int staged_min_blocks(int channels, int width, bool feat) {
+  const int cw = channels * width;
+  if (feat) return cw <= 4 ? 8 : (cw <= 8 ? 6 : (cw <= 20 ? 4 : 3));
+  return cw <= 8 ? 8 : (cw <= 16 ? 6 : (cw <= 32 ? 4 : 3));
 }
 
 // Whether kV channels of width kW fit a lane's registers without spilling (16-bit 16-byte lanes at W >= 7
 // spilled 276-616 bytes at 168 registers).
-constexpr bool staged_lane_bytes_fit(int channels, int width) { return channels * width <= 32; }
+constexpr bool staged_lane_bytes_fit(int channels, int width, bool feat = false) {
+  return channels * width <= (feat ? 16 : 32);
+}
 
-template <typename T_, int kWidth_, int kLaneBytes_>
+template <typename T_, int kWidth_, int kLaneBytes_, bool kFeat_>
 struct FwdStagedTraits {
   using T = T_;
+  static constexpr bool kFeat = kFeat_;  // states and packed sequences (the fields after `silu` in the args)
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
@@ -56,7 +69,7 @@ struct FwdStagedTraits {
   static constexpr int kThreads = kStagedThreads;
   static constexpr int kWarps = kStagedWarps;
   static constexpr int kStages = kStagedStages;
-  static constexpr int kMinBlocks = staged_min_blocks(kV, kWidth);
+  static constexpr int kMinBlocks = staged_min_blocks(kV, kWidth, kFeat);
   static constexpr int kRowBytes = kWarpSize * kLaneBytes;           // one time step of the warp's channels
   static constexpr int kStageRows = kStageLaneBytes / kLaneBytes;    // time steps per stage
   static constexpr int kPieces = kRowBytes / 16;                     // 16-byte copies per row
@@ -65,6 +78,7 @@ struct FwdStagedTraits {
   static constexpr int kPieceElts = 16 / static_cast<int>(sizeof(T));
   using vec_t = Vec<T, kV>;
   static_assert(kLaneBytes == 8 || kLaneBytes == 16, "a lane owns 8 or 16 bytes of channels");
+  static_assert(kStageRows <= kWarpSize, "a stage's seq ids are copied by one lane each");
   static_assert(kWarpSize % kPieces == 0 && kStageRows % kRowStep == 0, "stage copies split evenly");
 };
 
@@ -80,6 +94,27 @@ struct FwdStagedArgs {
   int64_t x_batch_stride, x_seq_stride;
   int64_t out_batch_stride, out_seq_stride;
   bool silu;
+  // kFeat only (names as in causal_conv1d_fwd_sequences.cuh). Varlen: x and out are one row (rows = 1) and
+  // sequence b is positions cu_seqlens[b] .. cu_seqlens[b + 1] - 1 of it.
+  const void* init;
+  int64_t init_batch_stride, init_dim_stride, init_seq_stride;
+  int64_t state_len, state_rows;
+  const int32_t* seq_idx;
+  int64_t seq_idx_batch_stride, seq_idx_seq_stride;
+  const int32_t* cu_seqlens;
+  int64_t batch;  // varlen: sequences
+  const int32_t* state_indices;
+  const bool* has_initial_state;
+  int32_t pad_slot_id;
+};
+
+// The sequence the walk is in (kFeat): its slot, whether its outputs are written and whether it has an
+// initial state, and the position where the walk next resets its window.
+struct StagedSequence {
+  int64_t b;           // row, or varlen sequence (-1: before the first)
+  int64_t next_start;  // INT64_MAX: no reset ahead
+  int32_t slot;
+  bool active, has_init;
 };
 
 // Work item (b, chunk, group block), group block fastest: the warps of a block read neighbouring channels.
@@ -93,8 +128,9 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
   constexpr int kV = Kt::kV;
   constexpr int kStages = Kt::kStages;
   constexpr int kStageRows = Kt::kStageRows;
-  // [warp][slot][row][the warp's channels]
+  // [warp][slot][row][the warp's channels], and (kFeat) each row's seq_idx
   __shared__ __align__(16) unsigned char ring[Kt::kWarps][kStages][kStageRows][Kt::kRowBytes];
+  __shared__ int32_t ring_ids[Kt::kWarps][kStages][Kt::kFeat ? kStageRows : 1];
 
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -109,6 +145,9 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
     const int64_t b = a.div_chunks.divmod(chunk, rest);
     const int64_t t0 = chunk * a.chunk_len;
     const int64_t t1 = t0 + a.chunk_len < a.seqlen ? t0 + a.chunk_len : a.seqlen;
+    const bool varlen = Kt::kFeat && a.cu_seqlens != nullptr;
+    const bool use_ids = Kt::kFeat && a.seq_idx != nullptr;
+    if (varlen && t0 >= a.cu_seqlens[a.batch]) continue;  // after the last sequence: nothing is written
     // Streamed row s holds x at t0 - kHalo + s: rows below s_zero lie before the sequence (zeros), outputs
     // start at row kHalo.
     const int32_t n_rows = static_cast<int32_t>(t1 - t0) + kHalo;
@@ -132,6 +171,13 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
           const int64_t t = trow + k * kStageRows + q * Kt::kRowStep;
           copy16_to_shared_async(&ring[warp][slot][r][part * 16], ok ? xsrc + t * a.x_seq_stride : x, ok);
         }
+        if (use_ids && lane < kStageRows) {
+          const int32_t s = k * kStageRows + lane;
+          const bool ok = s >= s_zero && s < n_rows;
+          const int64_t t = t0 - kHalo + s;
+          copy4_to_shared_async(&ring_ids[warp][slot][Kt::kFeat ? lane : 0],
+                                ok ? a.seq_idx + b * a.seq_idx_batch_stride + t * a.seq_idx_seq_stride : a.seq_idx, ok);
+        }
       }
       copy_to_shared_commit();
     };
@@ -147,10 +193,58 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
     load_weight_block<kV, kW>(w, bias, a.w, d0);
     T* __restrict__ op = static_cast<T*>(a.out) + b * a.out_batch_stride + t0 * a.out_seq_stride + d0;
     float win[Kt::kHaloAlloc][kV];  // x at t - kHalo .. t - 1 for the next row t (filled by rows 0 .. kHalo - 1)
+    int32_t win_id[Kt::kHaloAlloc];  // kFeat: their seq_idx (0 without seq_idx)
 #pragma unroll
-    for (int i = 0; i < Kt::kHaloAlloc; ++i)
+    for (int i = 0; i < Kt::kHaloAlloc; ++i) {
+      win_id[i] = 0;
 #pragma unroll
       for (int c = 0; c < kV; ++c) win[i][c] = 0.f;
+    }
+    // kFeat: the sequence of the first streamed row; a row that starts a sequence resets the window first.
+    StagedSequence seq{b, INT64_MAX, 0, true, false};
+    int32_t first_id = 0;  // the row's first seq_idx: the initial window carries it
+    if (Kt::kFeat) {
+      const int64_t tf = t0 - kHalo > 0 ? t0 - kHalo : 0;
+      if (varlen) {
+        const int32_t* __restrict__ cu = a.cu_seqlens;
+        if (tf < cu[0]) {
+          seq.b = -1;
+          seq.active = false;
+          seq.next_start = cu[0];
+        } else {
+          seq.b = last_sequence_starting_by(cu, 0, a.batch, tf);
+          set_slot(a, seq.b, seq);
+          seq.next_start = cu[seq.b] == tf ? tf : cu[seq.b + 1];
+        }
+      } else {
+        set_slot(a, b, seq);
+        seq.next_start = t0 == 0 ? 0 : INT64_MAX;
+        if (use_ids) first_id = seq_id_at(a, b, 0);
+      }
+    }
+    // Row t starts a sequence (warp-uniform): find it, and reset the window to its initial state or zeros.
+    auto start_sequence = [&](int64_t t) {
+      if (varlen) {
+        const int32_t* __restrict__ cu = a.cu_seqlens;
+        if (t >= cu[a.batch]) {
+          seq.active = false;
+          seq.next_start = INT64_MAX;
+          return;
+        }
+        seq.b = last_sequence_starting_by(cu, seq.b > 0 ? seq.b : 0, a.batch, t);
+        set_slot(a, seq.b, seq);
+        seq.next_start = cu[seq.b + 1];
+      } else {
+        seq.next_start = INT64_MAX;
+      }
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i) {
+        win_id[i] = first_id;
+#pragma unroll
+        for (int c = 0; c < kV; ++c)
+          win[i][c] = seq.has_init ? init_at<T>(a, seq.slot, d0 + c, a.state_len - kHalo + i) : 0.f;
+      }
+    };
 
     for (int k = 0; k < n_stages; ++k) {
       issue(k + kStages - 1);  // into the slot read in step k - 1 (the warp_sync below freed it)
@@ -164,16 +258,23 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
         float cur[kV];
 #pragma unroll
         for (int c = 0; c < kV; ++c) cur[c] = to_float(xv.elt[c]);
+        int32_t id = 0;
+        if (Kt::kFeat) {
+          const int64_t t = t0 - kHalo + s0 + r;
+          if (t == seq.next_start) start_sequence(t);
+          if (use_ids) id = ring_ids[warp][slot][Kt::kFeat ? r : 0];
+        }
         if (!decltype(checked)::value || s0 + r >= kHalo) {
           vec_t yv;
 #pragma unroll
           for (int c = 0; c < kV; ++c) {
             float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
 #pragma unroll
-            for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], win[j][c], acc);
-            yv.elt[c] = from_float<T>(activate(acc, a.silu));
+            for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], !Kt::kFeat || win_id[j] == id ? win[j][c] : 0.f, acc);
+            // padding tokens (seq_idx < 0) output 0
+            yv.elt[c] = from_float<T>(Kt::kFeat && id < 0 ? 0.f : activate(acc, a.silu));
           }
-          if (active) yv.store(op);
+          if (active && (!Kt::kFeat || seq.active)) yv.store(op);
           op += a.out_seq_stride;
         }
 #pragma unroll
@@ -181,6 +282,11 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
 #pragma unroll
           for (int j = 0; j + 1 < kHalo; ++j) win[j][c] = win[j + 1][c];
           if (kHalo > 0) win[Kt::kHaloAlloc - 1][c] = cur[c];
+        }
+        if (Kt::kFeat) {
+#pragma unroll
+          for (int j = 0; j + 1 < kHalo; ++j) win_id[j] = win_id[j + 1];
+          if (kHalo > 0) win_id[Kt::kHaloAlloc - 1] = id;
         }
       };
       if (s0 >= kHalo && s0 + kStageRows <= n_rows) {  // warp-uniform: a stage of outputs only
@@ -205,9 +311,10 @@ int64_t staged_resident_warps() {
   });
 }
 
-template <typename T, int kW, int kLaneBytes>
+template <typename T, int kW, int kLaneBytes, bool kFeat>
 void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
-  using Kt = FwdStagedTraits<T, kW, kLaneBytes>;
+  using Kt = FwdStagedTraits<T, kW, kLaneBytes, kFeat>;
+  const bool varlen = kFeat && p.cu_seqlens != nullptr;
   FwdStagedArgs a{};
   a.x = p.x;
   a.out = p.out;
@@ -220,7 +327,7 @@ void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuS
   // kMinChunk steps so the W - 1 re-read rows and the ring's fill stay small beside a chunk.
   constexpr int64_t kMinChunk = 16, kMaxChunk = 256;
   const int64_t resident = staged_resident_warps<Kt>();
-  const int64_t rows = p.batch * a.n_group_blocks;
+  const int64_t rows = (varlen ? 1 : p.batch) * a.n_group_blocks;
   a.chunk_len = std::max<int64_t>(
       kMinChunk, plan_time_chunk_len(rows, p.seqlen, resident, Kt::kStageRows, kMinChunk, kMaxChunk, 2 * resident));
   if (channel_last_forced_chunk_len() > 0) a.chunk_len = channel_last_forced_chunk_len();
@@ -229,11 +336,27 @@ void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuS
   a.n_items = rows * a.n_chunks;
   a.div_group_blocks = FastDivmod(a.n_group_blocks);
   a.div_chunks = FastDivmod(a.n_chunks);
-  a.x_batch_stride = p.x_batch_stride;
+  a.x_batch_stride = varlen ? 0 : p.x_batch_stride;
   a.x_seq_stride = p.x_seq_stride;
-  a.out_batch_stride = p.out_batch_stride;
+  a.out_batch_stride = varlen ? 0 : p.out_batch_stride;
   a.out_seq_stride = p.out_seq_stride;
   a.silu = p.silu;
+  if (kFeat) {
+    a.init = p.initial_states;
+    a.init_batch_stride = p.init_batch_stride;
+    a.init_dim_stride = p.init_dim_stride;
+    a.init_seq_stride = p.init_seq_stride;
+    a.state_len = p.state_len;
+    a.state_rows = p.state_rows;
+    a.seq_idx = varlen ? nullptr : p.seq_idx;  // never set together (causal_conv1d_params.h)
+    a.seq_idx_batch_stride = p.seq_idx_batch_stride;
+    a.seq_idx_seq_stride = p.seq_idx_seq_stride;
+    a.cu_seqlens = p.cu_seqlens;
+    a.batch = p.batch;
+    a.state_indices = p.state_indices;
+    a.has_initial_state = p.has_initial_state;
+    a.pad_slot_id = p.pad_slot_id;
+  }
   const int64_t blocks = std::min((a.n_items + Kt::kWarps - 1) / Kt::kWarps, kMaxGridX);
   causal_conv1d_fwd_channel_last_staged_kernel<Kt><<<static_cast<unsigned>(blocks), Kt::kThreads, 0, stream>>>(a);
   AITER_LITE_LAUNCH_CHECK();
@@ -243,6 +366,29 @@ void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuS
 bool rows_of_16_bytes(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_t L, int64_t D, int elt) {
   const int64_t piece = 16 / elt;
   return is_aligned(ptr, 16) && D % piece == 0 && (B == 1 || bs % piece == 0) && (L == 1 || ss % piece == 0);
+}
+
+// Experiment switch (read once): AITER_LITE_CONV_CL_FWD = regs (the register kernels, also for the calls with
+// features), 8 or 16 (the plain call's lane width); -1 when unset.
+int forced_lane_bytes() {
+  static const int forced = [] {
+    const char* v = std::getenv("AITER_LITE_CONV_CL_FWD");
+    if (v == nullptr) return -1;
+    if (std::strcmp(v, "regs") == 0) return 0;
+    return std::atoi(v) == 8 ? 8 : 16;
+  }();
+  return forced;
+}
+
+// 16 when a lane's registers fit 16 bytes of channels at this width, else 8; 0 when the rows of x and out
+// (`rows` of them) do not fit the kernel.
+int staged_lane_bytes(const CausalConv1dFwdParams& p, int64_t rows) {
+  if (p.width > kMaxTemplateWidth || p.dim < 2 || p.x_dim_stride != 1 || p.out_dim_stride != 1) return 0;
+  const int elt = dtype_size(p.x_dtype);
+  if (!rows_of_16_bytes(p.x, p.x_batch_stride, p.x_seq_stride, rows, p.seqlen, p.dim, elt) ||
+      !rows_of_16_bytes(p.out, p.out_batch_stride, p.out_seq_stride, rows, p.seqlen, p.dim, elt))
+    return 0;
+  return staged_lane_bytes_fit(16 / elt, static_cast<int>(p.width)) ? 16 : 8;
 }
 
 }  // namespace
@@ -256,21 +402,10 @@ int64_t channel_last_forced_chunk_len() {
 }
 
 int fwd_channel_last_staged_lane_bytes(const CausalConv1dFwdParams& p) {
-  if (p.width > kMaxTemplateWidth || p.dim < 2 || p.x_dim_stride != 1 || p.out_dim_stride != 1) return 0;
-  const int elt = dtype_size(p.x_dtype);
-  if (!rows_of_16_bytes(p.x, p.x_batch_stride, p.x_seq_stride, p.batch, p.seqlen, p.dim, elt) ||
-      !rows_of_16_bytes(p.out, p.out_batch_stride, p.out_seq_stride, p.batch, p.seqlen, p.dim, elt))
-    return 0;
-  // Experiment switch (read once): AITER_LITE_CONV_CL_FWD = regs (the register kernel), 8 or 16.
-  static const int forced = [] {
-    const char* v = std::getenv("AITER_LITE_CONV_CL_FWD");
-    if (v == nullptr) return -1;
-    if (std::strcmp(v, "regs") == 0) return 0;
-    return std::atoi(v) == 8 ? 8 : 16;
-  }();
-  const bool fits16 = staged_lane_bytes_fit(16 / elt, static_cast<int>(p.width));
-  if (forced >= 0) return forced == 16 && !fits16 ? 8 : forced;
-  return fits16 ? 16 : 8;
+  const int lane_bytes = staged_lane_bytes(p, p.batch);
+  const int forced = forced_lane_bytes();
+  if (lane_bytes == 0 || forced < 0) return lane_bytes;
+  return forced == 16 ? lane_bytes : forced;  // 16 where it does not fit stays 8
 }
 
 void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, int lane_bytes, const WeightArgs& w,
@@ -278,11 +413,22 @@ void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, int lane_bytes,
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       if constexpr (staged_lane_bytes_fit(16 / static_cast<int>(sizeof(scalar_t)), kW)) {
-        if (lane_bytes == 16) return fwd_staged_launch<scalar_t, kW, 16>(p, w, stream);
+        if (lane_bytes == 16) return fwd_staged_launch<scalar_t, kW, 16, false>(p, w, stream);
       }
-      fwd_staged_launch<scalar_t, kW, 8>(p, w, stream);
+      fwd_staged_launch<scalar_t, kW, 8, false>(p, w, stream);
     });
   });
+}
+
+bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  if (forced_lane_bytes() == 0 || staged_lane_bytes(p, p.cu_seqlens != nullptr ? 1 : p.batch) == 0) return false;
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      constexpr int kLaneBytes = staged_lane_bytes_fit(16 / static_cast<int>(sizeof(scalar_t)), kW, true) ? 16 : 8;
+      fwd_staged_launch<scalar_t, kW, kLaneBytes, true>(p, w, stream);
+    });
+  });
+  return true;
 }
 
 }  // namespace conv1d

@@ -21,5 +21,10 @@ int64_t channel_last_forced_chunk_len();
 void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, int lane_bytes, const WeightArgs& w,
                                  gpuStream_t stream);
 
+// The forward with states and packed sequences on the same kernel (causal_conv1d_fwd_features.cu calls it
+// first): writes the outputs (not the final states) and returns true, or returns false without launching when
+// the layout does not fit it.
+bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream);
+
 }  // namespace conv1d
 }  // namespace aiter_lite

@@ -25,6 +25,7 @@
 #include <stdexcept>
 
 #include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_channel_last.h"
 #include "causal_conv1d_fwd_features.h"
 #include "causal_conv1d_fwd_sequences.cuh"
 #include "causal_conv1d_params.h"
@@ -404,17 +405,21 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
   } else if (L > 0) {
     const bool channel_last = D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
     const bool templated = p.width <= kMaxTemplateWidth && p.variant != ConvVariant::kNaive;
-    AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-      if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
-      constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
-      const bool vec = D > 1 && channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
-                       channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kV);
-      AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-        if (!channel_last) features_per_output_launch<scalar_t, kW>(a, stream);
-        else if (vec) features_channel_last_launch<scalar_t, kW, kV>(a, stream);
-        else features_channel_last_launch<scalar_t, kW, 1>(a, stream);
+    // Channel rows on 16-byte boundaries: the staged channel-last kernel (causal_conv1d_fwd_channel_last.cu).
+    const bool staged = channel_last && templated && fwd_channel_last_staged_features_run(p, w, stream);
+    if (!staged) {
+      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+        if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
+        constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
+        const bool vec = D > 1 && channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
+                         channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kV);
+        AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+          if (!channel_last) features_per_output_launch<scalar_t, kW>(a, stream);
+          else if (vec) features_channel_last_launch<scalar_t, kW, kV>(a, stream);
+          else features_channel_last_launch<scalar_t, kW, 1>(a, stream);
+        });
       });
-    });
+    }
   }
   if (p.final_states != nullptr) {
     AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { final_states_launch<scalar_t>(a, stream); });
