@@ -196,10 +196,10 @@ def test_forward_channel_last_long_chunks(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
 def test_forward_channel_last_staged_rows(dtype):
-    """The staged channel-last kernel (rows of channels on 16-byte boundaries): a last warp of channels only
-    partly filled (D = 8, 40, 264 against 32 lanes of 4 or 8 channels), seq and batch strides past D, a base
-    16 bytes into its allocation, chunks that start before the halo (L < W) and end mid-stage, out padded
-    unlike x; every width, fp32 weights with 16-bit x."""
+    """Channel-last rows of channels on 16-byte boundaries (the staged kernel for these small fp32 calls, the
+    register kernel otherwise): a last warp of channels only partly filled (D = 8, 40, 264 against 32 lanes of 4
+    channels), seq and batch strides past D, a base 16 bytes into its allocation, chunks that start before the
+    halo (L < W) and end mid-stage, out padded unlike x; every width, fp32 weights with 16-bit x."""
     gen = torch.Generator(device="cuda").manual_seed(53)
     elts = 16 // torch.empty((), dtype=dtype).element_size()
     for (b, d, l), width in [((3, 8, 2), 4), ((2, 40, 3), 8), ((2, 264, 129), 3), ((1, 264, 1001), 7),

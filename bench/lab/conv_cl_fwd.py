@@ -1,21 +1,19 @@
-"""The channel-last forward (x stored [B, L, D]) through the real API: which kernel the process runs is set by
-AITER_LITE_CONV_CL_FWD and AITER_LITE_CONV_CL_CHUNK (a fixed chunk length) (regs: the register kernel of causal_conv1d_fwd.cu; 8 or 16: the staged kernel of
-causal_conv1d_fwd_channel_last.cu with that many bytes of channels a lane; unset: the default choice), so an A/B
-is one process per setting on the same machine. --check: a correctness sweep against the float64 reference
-(NaN-poisoned outputs, fresh random data, widths 1-8, odd lengths, partial warp channel blocks, padded and
-offset channel rows). --time: GPU time of one call replayed from a CUDA graph (L2 flushed, median of 40) beside
-causal-conv1d's channel-last forward on the same tensor and a device copy of the same bytes, written to --out
-as JSON. --table FILES: the A/B table of several --time runs.
+"""The channel-last forward (x stored [B, L, D]) through the real API. --check: a correctness sweep against the
+float64 reference (NaN-poisoned outputs, fresh random data, widths 1-8, odd lengths, partial warp channel blocks,
+padded and offset channel rows). --time: GPU time of one call replayed from a CUDA graph (L2 flushed, median of
+--reps) beside causal-conv1d's channel-last forward on the same tensor and a device copy of the same bytes, as
+JSON in --out. --table FILES: several --time runs side by side (e.g. two commits on one machine; dao and copy
+from the first). The A/B of 2026-11-25 (docs/causal_conv1d.md) ran this at commit 72d684e, whose environment
+switches AITER_LITE_CONV_CL_FWD (regs, 8, 16) and AITER_LITE_CONV_CL_CHUNK picked the kernel per process.
 
-  AITER_LITE_CONV_CL_FWD=16 python bench/lab/conv_cl_fwd.py --check [--quick] --time --out $OUT/cl_16.json
-  python bench/lab/conv_cl_fwd.py --table $OUT/cl_regs.json $OUT/cl_16.json
+  python bench/lab/conv_cl_fwd.py --check [--quick] --time [--mid] --out $OUT/cl.json
+  python bench/lab/conv_cl_fwd.py --table $OUT/a.json $OUT/b.json
 """
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -77,8 +75,7 @@ def check(quick: bool = False) -> int:
             fails += 1
             if fails <= 20:
                 print(f"FAIL {dt} w={w} {b}x{d}x{l} {layout} wdtype={wdtype} silu={silu} bias={use_bias}: {err:.3e}")
-    cfg = os.environ.get('AITER_LITE_CONV_CL_FWD', 'default') + " chunk " + os.environ.get('AITER_LITE_CONV_CL_CHUNK', '-')
-    print(f"check ({cfg}): {n - fails}/{n} passed")
+    print(f"check: {n - fails}/{n} passed")
     return fails
 
 
@@ -86,9 +83,11 @@ def x_elt(dtype) -> int:
     return torch.empty(0, dtype=dtype).element_size()
 
 
-def time_shapes(shapes) -> list:
+def time_shapes(shapes, ours_only=False, reps=40) -> list:
     import aiter_lite
-    dao, _, notes = load_peers(REPO / ".peers")
+    dao, notes = None, ["ours only"]
+    if not ours_only:
+        dao, _, notes = load_peers(REPO / ".peers")
     print("\n".join(notes))
     rows = []
     for dt, b, d, l, w in shapes:
@@ -96,26 +95,29 @@ def time_shapes(shapes) -> list:
         x = randn(b, l, d, dtype=dtype).transpose(1, 2)
         weight, bias = randn(d, w, dtype=dtype), randn(d, dtype=dtype)
         out = torch.empty(b, l, d, dtype=dtype, device="cuda").transpose(1, 2)
-        ours = graph_time_us(lambda: aiter_lite.causal_conv1d_fwd(out, x, weight, bias, True), 40)
+        ours = graph_time_us(lambda: aiter_lite.causal_conv1d_fwd(out, x, weight, bias, True), reps)
         ref = None
-        dao_us = None
+        dao_us = copy = None
         if dao is not None and 2 <= w <= 4:
-            dao_us = graph_time_us(lambda: dao.causal_conv1d_fn(x, weight, bias, activation="silu"), 40)
+            dao_us = graph_time_us(lambda: dao.causal_conv1d_fn(x, weight, bias, activation="silu"), reps)
             ref = dao.causal_conv1d_fn(x, weight, bias, activation="silu")
         src = x.transpose(1, 2).contiguous()
         dst = torch.empty_like(src)
-        copy = graph_time_us(lambda: dst.copy_(src), 40)
+        if not ours_only:
+            copy = graph_time_us(lambda: dst.copy_(src), reps)
         agree = None if ref is None else float((out.float() - ref.float()).abs().max())
         rows.append(dict(shape=f"{dt} {b}x{d}x{l} W{w}", ours=ours, dao=dao_us, copy=copy, max_diff_vs_dao=agree))
         r = rows[-1]
-        print(f"{r['shape']:>24}  ours {ours:8.1f}  dao {dao_us or float('nan'):8.1f}  copy {copy:8.1f}  "
-              f"of copy {copy / ours:.3f}  vs dao {(dao_us or float('nan')) / ours:.3f}", flush=True)
+        nan = float("nan")
+        print(f"{r['shape']:>24}  ours {ours:8.1f}  dao {dao_us or nan:8.1f}  copy {copy or nan:8.1f}  "
+              f"of copy {(copy or nan) / ours:.3f}  vs dao {(dao_us or nan) / ours:.3f}", flush=True)
         del x, out, src, dst, ref
         torch.cuda.empty_cache()
     return rows
 
 
 def table(files) -> None:
+    """The runs side by side; dao and copy are the first run's (runs timed --ours-only have none)."""
     runs = [(Path(f).stem, json.loads(Path(f).read_text())) for f in files]
     names = [n for n, _ in runs]
     print("| shape | " + " | ".join(f"{n} µs (of copy, vs dao)" for n in names) + " | dao µs | copy µs |")
@@ -124,8 +126,8 @@ def table(files) -> None:
         cells = []
         for _, rs in runs:
             r = rs[i]
-            vs = f", {r['dao'] / r['ours']:.3f}×" if r["dao"] else ""
-            cells.append(f"{r['ours']:.1f} ({r['copy'] / r['ours']:.3f}{vs})")
+            vs = f", {row['dao'] / r['ours']:.3f}×" if row["dao"] else ""
+            cells.append(f"{r['ours']:.1f} ({row['copy'] / r['ours']:.3f}{vs})")
         dao = f"{row['dao']:.1f}" if row["dao"] else "–"
         print(f"| {row['shape']} | " + " | ".join(cells) + f" | {dao} | {row['copy']:.1f} |")
 
@@ -135,7 +137,9 @@ def main() -> int:
     p.add_argument("--check", action="store_true")
     p.add_argument("--quick", action="store_true", help="a short check sweep (for the sanitizers)")
     p.add_argument("--time", action="store_true")
-    p.add_argument("--mid", action="store_true", help="time all but the 4x8192x8192 and fp32 W = 8 shapes")
+    p.add_argument("--mid", action="store_true", help="time all but the 4x8192x8192 and W = 8 shapes")
+    p.add_argument("--ours-only", action="store_true", help="no peer and no copy (an A/B beside a full run)")
+    p.add_argument("--reps", type=int, default=40, help="graph replays per median")
     p.add_argument("--out", type=Path)
     p.add_argument("--table", nargs="+")
     a = p.parse_args()
@@ -144,7 +148,8 @@ def main() -> int:
         return 0
     fails = check(a.quick) if a.check else 0
     if a.time:
-        rows = time_shapes([s for s in SHAPES if not (s[2] == 8192 or (s[0] == "fp32" and s[4] == 8))] if a.mid else SHAPES)
+        shapes = [s for s in SHAPES if not (s[2] == 8192 or s[4] == 8)] if a.mid else SHAPES
+        rows = time_shapes(shapes, a.ours_only, a.reps)
         if a.out:
             a.out.write_text(json.dumps(rows, indent=1))
     return 1 if fails else 0

@@ -11,7 +11,9 @@
 //                 the neighbouring lane by warp shuffle (one small global read per warp tile).
 //   channel_last  x and out with dim stride 1 ([B, L, D] storage seen as [B, D, L]): a thread owns
 //                 one 8-byte group of channels (or one channel when D is not vector friendly) over
-//                 a chunk of time steps, keeping the last W-1 inputs in registers.
+//                 a chunk of time steps, keeping the last W-1 inputs in registers; 16-step chunks on
+//                 problems large enough for two rounds of them. fp32 problems smaller than that (with
+//                 16-byte channel rows, W <= 4) take the staged kernel: causal_conv1d_fwd_channel_last.cu.
 //   shared        any strides: a block stages one tile of a row plus its halo in shared memory.
 //                 Coalesced when rows are contiguous (seq stride 1), e.g. padded or sliced rows.
 //   naive         any strides, any width: one thread per output. The reference kernel and the
@@ -463,9 +465,23 @@ int64_t channel_last_resident_threads() {
   });
 }
 
+// Whether the channel-last kernel's items at kClShortChunk steps make at least two rounds of its resident threads.
+constexpr int64_t kClShortChunk = 16;
+template <class Ktraits>
+bool channel_last_many_rounds(int64_t batch, int64_t seqlen, int64_t n_groups) {
+  return batch * n_groups * ((seqlen + kClShortChunk - 1) / kClShortChunk) >= 2 * channel_last_resident_threads<Ktraits>();
+}
+
+// Vector groups on problems whose 16-step items fill at least two rounds of resident threads take 16-step chunks:
+// the resident threads then work on a few consecutive time chunks of one batch row at a time (items in order)
+// instead of one long chunk each spread over the whole tensor, which took 8x5120x2048 16-bit from 0.91 to 0.94
+// and 8x4096x4096 W = 2 from 0.91 to 0.99 of a same-size copy (H100, 2026-11-25; docs/causal_conv1d.md).
+// Smaller problems keep the planned chunks (16 steps were 5-27% slower there: 0.6-1.3 rounds), and so do
+// W > 4 (not measured: a 16-step chunk would re-read up to 7 halo steps) and single channels.
 template <class Ktraits>
 int64_t channel_last_chunk_len(int64_t batch, int64_t seqlen, int64_t n_groups) {
-  if (channel_last_forced_chunk_len() > 0) return channel_last_forced_chunk_len();
+  if (Ktraits::kV > 1 && Ktraits::kWidth <= 4 && channel_last_many_rounds<Ktraits>(batch, seqlen, n_groups))
+    return kClShortChunk;
   return plan_time_chunk_len(batch * n_groups, seqlen, channel_last_resident_threads<Ktraits>(), Ktraits::kUnroll,
                              Ktraits::kMinChunk, Ktraits::kMaxChunk, Ktraits::kTargetThreads);
 }
@@ -692,9 +708,8 @@ bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t 
 
 constexpr int64_t kTinyElts = 32768;  // B * D * L at most: the naive kernel's regime (auto only)
 
-// rows, staged_lane_bytes: filled in when the rows kernel (FwdPath::kRows) or the staged channel-last kernel
-// takes the call, so the launch does not plan again.
-FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows, int& staged_lane_bytes) {
+// rows: filled in when the rows kernel takes the call (FwdPath::kRows), so the launch does not plan again.
+FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
   if (p.width > kMaxTemplateWidth || p.variant == ConvVariant::kNaive) return FwdPath::kNaive;
   if (p.variant == ConvVariant::kShared) return FwdPath::kShared;
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
@@ -713,12 +728,16 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows, int& 
   if (tiny) return FwdPath::kNaive;
   const bool channel_last = (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
   if (channel_last) {
-    staged_lane_bytes = fwd_channel_last_staged_lane_bytes(p);
-    if (staged_lane_bytes > 0) return FwdPath::kChannelLastStaged;
     const int kV = kChannelLastVecBytes / static_cast<int>(dtype_size(p.x_dtype));
     const bool vec = D > 1 &&
                      channel_vectors_aligned(p.x, p.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
                      channel_vectors_aligned(p.out, p.out_batch_stride, p.out_seq_stride, B, D, L, kV);
+    // fp32 at W <= 4 on problems too small for two rounds of 16-step items: the staged kernel, 5-7% faster
+    // there (16x2048x129, 4x512x2048 on an H100, 2026-11-25); everywhere else the register kernel was faster.
+    using Fp32Traits = FwdChannelLastTraits<float, 4, kChannelLastVecBytes / 4>;
+    if (vec && p.x_dtype == DType::kFloat32 && p.width <= 4 && fwd_channel_last_staged_takes(p) &&
+        !channel_last_many_rounds<Fp32Traits>(B, L, D / Fp32Traits::kV))
+      return FwdPath::kChannelLastStaged;
     return vec ? FwdPath::kChannelLastVec : FwdPath::kChannelLastScalar;
   }
   if (p.variant == ConvVariant::kVectorized) return FwdPath::kNaive;  // no vectorized kernel for this layout
@@ -734,10 +753,9 @@ void fwd_plain_run(const CausalConv1dFwdParams& p, gpuStream_t stream) {
   const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
                                         p.bias_stride, p.w_dtype);
   FwdRowsPlan rows{};
-  int staged_lane_bytes = 0;
-  const FwdPath path = choose_fwd_path(p, rows, staged_lane_bytes);
+  const FwdPath path = choose_fwd_path(p, rows);
   if (path == FwdPath::kRows) return fwd_rows_run(p, rows, w, stream);
-  if (path == FwdPath::kChannelLastStaged) return fwd_channel_last_staged_run(p, staged_lane_bytes, w, stream);
+  if (path == FwdPath::kChannelLastStaged) return fwd_channel_last_staged_run(p, w, stream);
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     switch (path) {
       case FwdPath::kNaive:

@@ -7,19 +7,21 @@
 // stages, 128 bytes a lane) live in shared memory and the registers hold only the weights and the last W - 1
 // inputs. Each lane reads its own group of a stage row, computes it and stores it; the first W - 1 rows only
 // fill the window, and stages clear of the chunk's ends take no position checks.
-// The same kernel with kFeat serves the calls with states and packed sequences (causal_conv1d_fwd_features.cu
-// sends them): when the walk reaches the start of a sequence (t = 0 of a row, or cu_seqlens[b] in varlen mode)
-// it resets the window to that sequence's initial state (or zeros); seq_idx of each row arrives through the
-// ring beside x, and a tap reads a window position only when it carries the output's index; padded slots and
-// positions after the last sequence write nothing. The final states stay a second launch (the feature file's).
-// Why: the register kernel (causal_conv1d_fwd.cu, still used for unaligned channel rows) keeps its next
-// steps in registers, so the occupancy its window and weights allow left too few bytes in flight
-// (0.90-0.93 of a same-size copy on an H100, 2026-11-22).
+//
+// Where it runs (H100 A/B against the register kernel of causal_conv1d_fwd.cu, 2026-11-25, docs/causal_conv1d.md):
+//   - the calls with initial states and/or seq_idx (kFeat; causal_conv1d_fwd_features.cu sends them): 1.01-1.19x
+//     the speed of the register feature kernel (1.14-1.18x on the large 16-bit shapes), whose window ids and
+//     sequence state hold it to 4 blocks per SM. When the walk reaches the start of a sequence it resets the window to that sequence's initial state
+//     (or zeros); seq_idx of each row arrives through the ring beside x, and a tap reads a window position only
+//     when it carries the output's index; padded slots write nothing. The final states stay a second launch
+//     (the feature file's). The varlen mode (cu_seqlens, one packed row) is written but not routed here yet: it
+//     has not run on a GPU.
+//   - plain fp32 calls too small for the register kernel's 16-step chunks (5-7% faster there). On the large
+//     shapes the register kernel with short chunks beat it (8x5120x2048 fp16: 121.2 against 128.4 us).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 #include "causal_conv1d_common.cuh"
@@ -330,7 +332,6 @@ void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuS
   const int64_t rows = (varlen ? 1 : p.batch) * a.n_group_blocks;
   a.chunk_len = std::max<int64_t>(
       kMinChunk, plan_time_chunk_len(rows, p.seqlen, resident, Kt::kStageRows, kMinChunk, kMaxChunk, 2 * resident));
-  if (channel_last_forced_chunk_len() > 0) a.chunk_len = channel_last_forced_chunk_len();
   a.chunk_len = std::min<int64_t>(a.chunk_len, int64_t{1} << 30);  // rows of a chunk are counted in 32 bits
   a.n_chunks = (p.seqlen + a.chunk_len - 1) / a.chunk_len;
   a.n_items = rows * a.n_chunks;
@@ -368,60 +369,27 @@ bool rows_of_16_bytes(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_
   return is_aligned(ptr, 16) && D % piece == 0 && (B == 1 || bs % piece == 0) && (L == 1 || ss % piece == 0);
 }
 
-// Experiment switch (read once): AITER_LITE_CONV_CL_FWD = regs (the register kernels, also for the calls with
-// features), 8 or 16 (the plain call's lane width); -1 when unset.
-int forced_lane_bytes() {
-  static const int forced = [] {
-    const char* v = std::getenv("AITER_LITE_CONV_CL_FWD");
-    if (v == nullptr) return -1;
-    if (std::strcmp(v, "regs") == 0) return 0;
-    return std::atoi(v) == 8 ? 8 : 16;
-  }();
-  return forced;
-}
-
-// 16 when a lane's registers fit 16 bytes of channels at this width, else 8; 0 when the rows of x and out
-// (`rows` of them) do not fit the kernel.
-int staged_lane_bytes(const CausalConv1dFwdParams& p, int64_t rows) {
-  if (p.width > kMaxTemplateWidth || p.dim < 2 || p.x_dim_stride != 1 || p.out_dim_stride != 1) return 0;
+// x and out with dim stride 1, every row of channels on a 16-byte boundary, and a compile-time width.
+bool staged_layout_fits(const CausalConv1dFwdParams& p) {
+  if (p.width > kMaxTemplateWidth || p.dim < 2 || p.x_dim_stride != 1 || p.out_dim_stride != 1) return false;
   const int elt = dtype_size(p.x_dtype);
-  if (!rows_of_16_bytes(p.x, p.x_batch_stride, p.x_seq_stride, rows, p.seqlen, p.dim, elt) ||
-      !rows_of_16_bytes(p.out, p.out_batch_stride, p.out_seq_stride, rows, p.seqlen, p.dim, elt))
-    return 0;
-  return staged_lane_bytes_fit(16 / elt, static_cast<int>(p.width)) ? 16 : 8;
+  return rows_of_16_bytes(p.x, p.x_batch_stride, p.x_seq_stride, p.batch, p.seqlen, p.dim, elt) &&
+         rows_of_16_bytes(p.out, p.out_batch_stride, p.out_seq_stride, p.batch, p.seqlen, p.dim, elt);
 }
 
 }  // namespace
 
-int64_t channel_last_forced_chunk_len() {
-  static const int64_t forced = [] {
-    const char* v = std::getenv("AITER_LITE_CONV_CL_CHUNK");
-    return v == nullptr ? int64_t{0} : std::max<int64_t>(0, std::atoll(v)) / 4 * 4;
-  }();
-  return forced;
+bool fwd_channel_last_staged_takes(const CausalConv1dFwdParams& p) {
+  return p.x_dtype == DType::kFloat32 && staged_layout_fits(p);
 }
 
-int fwd_channel_last_staged_lane_bytes(const CausalConv1dFwdParams& p) {
-  const int lane_bytes = staged_lane_bytes(p, p.batch);
-  const int forced = forced_lane_bytes();
-  if (lane_bytes == 0 || forced < 0) return lane_bytes;
-  return forced == 16 ? lane_bytes : forced;  // 16 where it does not fit stays 8
-}
-
-void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, int lane_bytes, const WeightArgs& w,
-                                 gpuStream_t stream) {
-  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      if constexpr (staged_lane_bytes_fit(16 / static_cast<int>(sizeof(scalar_t)), kW)) {
-        if (lane_bytes == 16) return fwd_staged_launch<scalar_t, kW, 16, false>(p, w, stream);
-      }
-      fwd_staged_launch<scalar_t, kW, 8, false>(p, w, stream);
-    });
-  });
+void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  if (p.x_dtype != DType::kFloat32) throw std::logic_error("aiter_lite causal_conv1d_fwd: staged kernel for fp32 only");
+  AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_staged_launch<float, kW, 16, false>(p, w, stream); });
 }
 
 bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
-  if (forced_lane_bytes() == 0 || staged_lane_bytes(p, p.cu_seqlens != nullptr ? 1 : p.batch) == 0) return false;
+  if (p.cu_seqlens != nullptr || !staged_layout_fits(p)) return false;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       constexpr int kLaneBytes = staged_lane_bytes_fit(16 / static_cast<int>(sizeof(scalar_t)), kW, true) ? 16 : 8;

@@ -9,21 +9,17 @@
 namespace aiter_lite {
 namespace conv1d {
 
-// Bytes of channels a lane of the staged kernel owns: 0 when the kernel cannot take the call (it needs
-// x and out with dim stride 1, every row of channels 16-byte aligned, and a compile-time width), else 8
-// or 16.
-int fwd_channel_last_staged_lane_bytes(const CausalConv1dFwdParams& p);
+// Whether the staged kernel can take a plain call: x and out with dim stride 1 whose rows of channels start
+// on 16-byte boundaries, a compile-time width, and fp32 x (the only dtype it serves plain calls in; see
+// causal_conv1d_fwd.cu for when it does).
+bool fwd_channel_last_staged_takes(const CausalConv1dFwdParams& p);
 
-// Experiment switch (read once): AITER_LITE_CONV_CL_CHUNK = N fixes the time steps of a work item of both
-// channel-last kernels (0: planned).
-int64_t channel_last_forced_chunk_len();
+void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream);
 
-void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, int lane_bytes, const WeightArgs& w,
-                                 gpuStream_t stream);
-
-// The forward with states and packed sequences on the same kernel (causal_conv1d_fwd_features.cu calls it
-// first): writes the outputs (not the final states) and returns true, or returns false without launching when
-// the layout does not fit it.
+// The forward with states and seq_idx on the same kernel (causal_conv1d_fwd_features.cu calls it first):
+// writes the outputs (not the final states) and returns true, or returns false without launching when the
+// layout does not fit it or the call is varlen (cu_seqlens: the staged kernel's varlen mode is not yet checked on
+// a GPU, so those calls keep the register feature kernel).
 bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream);
 
 }  // namespace conv1d
