@@ -733,9 +733,10 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
                      channel_vectors_aligned(p.x, p.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
                      channel_vectors_aligned(p.out, p.out_batch_stride, p.out_seq_stride, B, D, L, kV);
     // fp32 at W <= 4 on problems too small for two rounds of 16-step items: the staged kernel, 5-7% faster
-    // there (16x2048x129, 4x512x2048 on an H100, 2026-11-25); everywhere else the register kernel was faster.
+    // there (16x2048x129, 4x512x2048 on an H100, 2026-11-25). 16-bit small shapes ran faster on the register
+    // kernel but for 3x1536x777 (3%), and large ones with its 16-step chunks.
     using Fp32Traits = FwdChannelLastTraits<float, 4, kChannelLastVecBytes / 4>;
-    if (vec && p.x_dtype == DType::kFloat32 && p.width <= 4 && fwd_channel_last_staged_takes(p) &&
+    if (vec && fwd_channel_last_staged_takes(p) &&
         !channel_last_many_rounds<Fp32Traits>(B, L, D / Fp32Traits::kV))
       return FwdPath::kChannelLastStaged;
     return vec ? FwdPath::kChannelLastVec : FwdPath::kChannelLastScalar;

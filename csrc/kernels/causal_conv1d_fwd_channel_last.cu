@@ -38,6 +38,7 @@ namespace aiter_lite {
 namespace conv1d {
 namespace {
 
+constexpr int kMaxPlainWidth = 4;  // plain calls: fp32 at these widths (the only ones measured against the register kernel)
 constexpr int kStagedThreads = 128;
 constexpr int kStagedWarps = kStagedThreads / kWarpSize;
 constexpr int kStagedStages = 5;      // ring slots per warp: 4 stages in flight while one is read
@@ -53,10 +54,11 @@ constexpr int staged_min_blocks(int channels, int width, bool feat) {
   return cw <= 8 ? 8 : (cw <= 16 ? 6 : (cw <= 32 ? 4 : 3));
 }
 
-// Whether kV channels of width kW fit a lane's registers without spilling (16-bit 16-byte lanes at W >= 7
-// spilled 276-616 bytes at 168 registers).
-constexpr bool staged_lane_bytes_fit(int channels, int width, bool feat = false) {
-  return channels * width <= (feat ? 16 : 32);
+// Bytes of channels a lane owns with features: 16 where 16 bytes of channels times the width is at most 16
+// (16-bit W <= 2, fp32 W <= 4), else 8 (16-bit W = 4 with 16-byte lanes spilled 88 bytes at 128 registers).
+template <typename T, int kW>
+constexpr int feature_lane_bytes() {
+  return 16 / static_cast<int>(sizeof(T)) * kW <= 16 ? 16 : 8;
 }
 
 template <typename T_, int kWidth_, int kLaneBytes_, bool kFeat_>
@@ -380,20 +382,21 @@ bool staged_layout_fits(const CausalConv1dFwdParams& p) {
 }  // namespace
 
 bool fwd_channel_last_staged_takes(const CausalConv1dFwdParams& p) {
-  return p.x_dtype == DType::kFloat32 && staged_layout_fits(p);
+  return p.x_dtype == DType::kFloat32 && p.width <= kMaxPlainWidth && staged_layout_fits(p);
 }
 
 void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
-  if (p.x_dtype != DType::kFloat32) throw std::logic_error("aiter_lite causal_conv1d_fwd: staged kernel for fp32 only");
-  AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_staged_launch<float, kW, 16, false>(p, w, stream); });
+  if (!fwd_channel_last_staged_takes(p)) throw std::logic_error("aiter_lite causal_conv1d_fwd: not a staged call");
+  AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+    if constexpr (kW <= kMaxPlainWidth) fwd_staged_launch<float, kW, 16, false>(p, w, stream);
+  });
 }
 
 bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
   if (p.cu_seqlens != nullptr || !staged_layout_fits(p)) return false;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      constexpr int kLaneBytes = staged_lane_bytes_fit(16 / static_cast<int>(sizeof(scalar_t)), kW, true) ? 16 : 8;
-      fwd_staged_launch<scalar_t, kW, kLaneBytes, true>(p, w, stream);
+      fwd_staged_launch<scalar_t, kW, feature_lane_bytes<scalar_t, kW>(), true>(p, w, stream);
     });
   });
   return true;

@@ -10,8 +10,7 @@ namespace aiter_lite {
 namespace conv1d {
 
 // Whether the staged kernel can take a plain call: x and out with dim stride 1 whose rows of channels start
-// on 16-byte boundaries, a compile-time width, and fp32 x (the only dtype it serves plain calls in; see
-// causal_conv1d_fwd.cu for when it does).
+// on 16-byte boundaries, fp32 x and W <= 4 (the only plain calls it serves; causal_conv1d_fwd.cu says when).
 bool fwd_channel_last_staged_takes(const CausalConv1dFwdParams& p);
 
 void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream);
