@@ -195,6 +195,28 @@ def test_forward_channel_last_long_chunks(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+def test_forward_channel_last_staged_rows(dtype):
+    """Channel-last rows of channels on 16-byte boundaries (the staged kernel for these small fp32 calls, the
+    register kernel otherwise): a last warp of channels only partly filled (D = 8, 40, 264 against 32 lanes of 4
+    channels), seq and batch strides past D, a base 16 bytes into its allocation, chunks that start before the
+    halo (L < W) and end mid-stage, out padded unlike x; every width, fp32 weights with 16-bit x."""
+    gen = torch.Generator(device="cuda").manual_seed(53)
+    elts = 16 // torch.empty((), dtype=dtype).element_size()
+    for (b, d, l), width in [((3, 8, 2), 4), ((2, 40, 3), 8), ((2, 264, 129), 3), ((1, 264, 1001), 7),
+                             ((2, 520, 65), 1), ((3, 40, 777), 2), ((1, 1544, 300), 5), ((2, 264, 31), 6)]:
+        xs = [randn(b, l, d, dtype=dtype, gen=gen).transpose(1, 2),
+              randn(b, l + 1, d + 2 * elts, dtype=dtype, gen=gen)[:, 1:, elts:d + elts].transpose(1, 2),
+              randn(b * l * d + elts, dtype=dtype, gen=gen)[elts:].view(b, l, d).transpose(1, 2)]
+        weight, bias = randn(d, width, dtype=torch.float32, gen=gen), randn(d, dtype=torch.float32, gen=gen)
+        for i, x in enumerate(xs):
+            ref = causal_conv1d_ref(x.double(), weight.double(), bias.double(), "silu")
+            out = torch.empty(b, l, d + elts, dtype=dtype, device="cuda")[:, :, :d].transpose(1, 2) if i == 1 else None
+            for variant in ("auto", "vectorized"):
+                assert_close(run_fwd(x, weight, bias, True, variant, out), ref, dtype,
+                             f"{b}x{d}x{l} w{width} layout {i} {variant}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
 def test_forward_rows_kernel_tiles(dtype):
     """Dense shapes big enough for the rows kernel's 4-vectors-per-lane tiles (the sweep's shapes are
     small and take 1 vector per lane), with rows that end inside a tile, plus a 1-vector-per-lane

@@ -33,6 +33,25 @@ def test_states_and_seq_idx(dtype, layout, width):
         check_forward(x, weight, bias, "silu", seq_idx=seq_idx, initial_states=init)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 7, 8])
+def test_channel_last_staged_kernel_features(dtype, width):
+    """Channel-last x whose rows of channels start on 16-byte boundaries (the staged kernel with features):
+    initial states, seq_idx with padding tokens inside a row, both, final states, rows of many chunks; outputs
+    start as NaN (a freed NaN block of their size is what the op allocates next)."""
+    torch.manual_seed(7)
+    for dim, seqlen in [(72, 1), (72, 3), (264, 129), (40, 1134), (520, 2050)]:
+        x = make_x(2, dim, seqlen, dtype, DEV, "channel_last")
+        weight, bias = random_normal((dim, width), dtype, DEV), random_normal((dim,), torch.float32, DEV).to(dtype)
+        init = make_states(2, dim, width, dtype, DEV, "channel_last")
+        seq_idx = packed_seq_idx(2, seqlen, DEV, segments=5)
+        if seqlen > 8:
+            seq_idx[1, seqlen // 3:seqlen // 3 + 3] = -1
+        for kwargs in ({"initial_states": init}, {"seq_idx": seq_idx}, {"seq_idx": seq_idx, "initial_states": init}):
+            torch.full((2, seqlen, dim), float("nan"), dtype=dtype, device=DEV)  # freed at once: the poison
+            check_forward(x, weight, bias, "silu", **kwargs)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("width", [2, 4, 5])
 def test_padding_tokens(layout, width):

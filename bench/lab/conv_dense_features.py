@@ -3,7 +3,7 @@ real API: a correctness sweep against the float64 references (NaN-poisoned outpu
 GPU times replayed from CUDA graphs (L2 flushed before each replay, medians) against the plain forward of the
 same shape and a same-size device copy.
 
-  python bench/lab/conv_dense_features.py [--quick] [--no-time] [--no-check]
+  python bench/lab/conv_dense_features.py [--quick] [--no-time] [--no-check] [--cl-only]
 """
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def poison_allocator(x):
 
 
 def check_case(dtype, wdtype, B, D, L, W, feature, rng):
-    cl = feature.startswith("cl_")  # channel-last x and states (the channel-last feature kernel)
+    cl = feature.startswith("cl")  # channel-last x and states (the channel-last kernels; cl16: D = 40, whose
+    # rows of channels sit on 16-byte boundaries: the staged kernel)
     x = torch.randn(B, L, D, dtype=dtype, device=DEV).transpose(1, 2) if cl else \
         torch.randn(B, D, L, dtype=dtype, device=DEV)
     w = torch.randn(D, W, dtype=wdtype, device=DEV)
@@ -114,13 +115,16 @@ def run_checks(quick: bool) -> int:
     torch.manual_seed(3)
     fails = n = 0
     features = ["init", "init_final", "final", "seq", "seq_pad", "seq_init_final", "init_final_inplace",
-                "cl_init_final", "cl_seq_init_final", "cl_final", "cl_seq_pad"]
+                "cl_init_final", "cl_seq_init_final", "cl_final", "cl_seq_pad", "cl16_init_final", "cl16_seq_init_final",
+                "cl16_seq_pad"]
     lens = [1, 2, 3, 8, 9, 129, 1000] if quick else [1, 2, 3, 7, 8, 9, 64, 129, 777, 1000, 2048, 3001]
     widths = [2, 4] if quick else [1, 2, 3, 4, 5, 7, 8]
     dtypes = [(torch.bfloat16, torch.float32)] if quick else \
         [(torch.float32, torch.float32), (torch.float16, torch.float16), (torch.bfloat16, torch.float32)]
     for (dtype, wdtype), L, W, feat in itertools.product(dtypes, lens, widths, features):
         B, D = (2, 5) if L > 500 else (3, 7)
+        if feat.startswith("cl16"):
+            D = 40
         n += 1
         if not check_case(dtype, wdtype, B, D, L, W, feat, rng):
             fails += 1
@@ -136,7 +140,7 @@ def run_checks(quick: bool) -> int:
     return fails
 
 
-def time_features():
+def time_features(cl_only=False):
     rng = random.Random(5)
     shapes = [(torch.bfloat16, 8, 5120, 2048, 4), (torch.bfloat16, 4, 4096, 4096, 4), (torch.bfloat16, 8, 4096, 4096, 2),
               (torch.float16, 8, 5120, 2048, 4), (torch.float32, 8, 5120, 2048, 4), (torch.float32, 4, 4096, 4096, 4),
@@ -147,7 +151,8 @@ def time_features():
                  (torch.bfloat16, 4, 512, 2048, 4), (torch.bfloat16, 3, 1536, 777, 3)]
     print("| x / w | B×D×L, W | layout | plain µs | +seq_idx (4/row) | +init | +init+final | copy µs |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for (dtype, B, D, L, W), layout in [(s, "contiguous") for s in shapes] + [(s, "channel-last") for s in cl_shapes]:
+    cases = [] if cl_only else [(s, "contiguous") for s in shapes]
+    for (dtype, B, D, L, W), layout in cases + [(s, "channel-last") for s in cl_shapes]:
         if layout == "contiguous":
             x = torch.randn(B, D, L, dtype=dtype, device=DEV)
             init = torch.randn(B, D, W - 1, dtype=dtype, device=DEV)
@@ -201,11 +206,13 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-time", action="store_true")
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--cl-only", action="store_true", help="time only the channel-last rows (no prefill)")
     args = ap.parse_args()
     fails = 0 if args.no_check else run_checks(args.quick)
     if not args.no_time:
-        time_features()
-        time_prefill()
+        time_features(args.cl_only)
+        if not args.cl_only:
+            time_prefill()
     sys.exit(1 if fails else 0)
 
 

@@ -11,7 +11,9 @@
 //                 the neighbouring lane by warp shuffle (one small global read per warp tile).
 //   channel_last  x and out with dim stride 1 ([B, L, D] storage seen as [B, D, L]): a thread owns
 //                 one 8-byte group of channels (or one channel when D is not vector friendly) over
-//                 a chunk of time steps, keeping the last W-1 inputs in registers.
+//                 a chunk of time steps, keeping the last W-1 inputs in registers; 16-step chunks on
+//                 problems large enough for two rounds of them. fp32 problems smaller than that (with
+//                 16-byte channel rows, W <= 4) take the staged kernel: causal_conv1d_fwd_channel_last.cu.
 //   shared        any strides: a block stages one tile of a row plus its halo in shared memory.
 //                 Coalesced when rows are contiguous (seq stride 1), e.g. padded or sliced rows.
 //   naive         any strides, any width: one thread per output. The reference kernel and the
@@ -31,6 +33,7 @@
 #include <string>
 
 #include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_channel_last.h"
 #include "causal_conv1d_fwd_dense_features.h"
 #include "causal_conv1d_fwd_features.h"
 #include "causal_conv1d_fwd_rows.h"
@@ -462,8 +465,23 @@ int64_t channel_last_resident_threads() {
   });
 }
 
+// Whether the channel-last kernel's items at kClShortChunk steps make at least two rounds of its resident threads.
+constexpr int64_t kClShortChunk = 16;
+template <class Ktraits>
+bool channel_last_many_rounds(int64_t batch, int64_t seqlen, int64_t n_groups) {
+  return batch * n_groups * ((seqlen + kClShortChunk - 1) / kClShortChunk) >= 2 * channel_last_resident_threads<Ktraits>();
+}
+
+// Vector groups on problems whose 16-step items fill at least two rounds of resident threads take 16-step chunks:
+// the resident threads then work on a few consecutive time chunks of one batch row at a time (items in order)
+// instead of one long chunk each spread over the whole tensor, which took 8x5120x2048 16-bit from 0.91 to 0.94
+// and 8x4096x4096 W = 2 from 0.91 to 0.99 of a same-size copy (H100, 2026-11-25; docs/causal_conv1d.md).
+// Smaller problems keep the planned chunks (16 steps were 5-27% slower there: 0.6-1.3 rounds), and so do
+// W > 4 (not measured: a 16-step chunk would re-read up to 7 halo steps) and single channels.
 template <class Ktraits>
 int64_t channel_last_chunk_len(int64_t batch, int64_t seqlen, int64_t n_groups) {
+  if (Ktraits::kV > 1 && Ktraits::kWidth <= 4 && channel_last_many_rounds<Ktraits>(batch, seqlen, n_groups))
+    return kClShortChunk;
   return plan_time_chunk_len(batch * n_groups, seqlen, channel_last_resident_threads<Ktraits>(), Ktraits::kUnroll,
                              Ktraits::kMinChunk, Ktraits::kMaxChunk, Ktraits::kTargetThreads);
 }
@@ -687,7 +705,7 @@ void fwd_naive_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
 // the others) and shard 0 the runtime-width naive kernel; path selection and causal_conv1d_fwd are
 // compiled in shard 0, which calls the shard of the call's width (fwd_plain_run). The path is the
 // shards' interface, so it lives outside the anonymous namespace.
-enum class FwdPath { kNaive, kShared, kRows, kFlat, kChannelLastVec, kChannelLastScalar };
+enum class FwdPath { kNaive, kShared, kRows, kFlat, kChannelLastStaged, kChannelLastVec, kChannelLastScalar };
 
 template <int kShard, int kShards>
 void fwd_plain_shard(const CausalConv1dFwdParams& p, FwdPath path, const WeightArgs& w, gpuStream_t stream);
@@ -708,7 +726,8 @@ void fwd_plain_shard(const CausalConv1dFwdParams& p, FwdPath path, const WeightA
         break;
       case FwdPath::kShared:
         return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_shared_launch<scalar_t, kW>(p, w, stream); });
-      case FwdPath::kRows:  // fwd_rows_run, called by fwd_plain_run
+      case FwdPath::kRows:              // fwd_rows_run, called by fwd_plain_run
+      case FwdPath::kChannelLastStaged:  // fwd_channel_last_staged_run, likewise
         break;
       case FwdPath::kFlat:
         return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, w, stream); });
@@ -761,6 +780,13 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
     const bool vec = D > 1 &&
                      channel_vectors_aligned(p.x, p.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
                      channel_vectors_aligned(p.out, p.out_batch_stride, p.out_seq_stride, B, D, L, kV);
+    // fp32 at W <= 4 on problems too small for two rounds of 16-step items: the staged kernel, 5-7% faster
+    // there (16x2048x129, 4x512x2048 on an H100, 2026-11-25). 16-bit small shapes ran faster on the register
+    // kernel but for 3x1536x777 (3%), and large ones with its 16-step chunks.
+    using Fp32Traits = FwdChannelLastTraits<float, 4, kChannelLastVecBytes / 4>;
+    if (vec && fwd_channel_last_staged_takes(p) &&
+        !channel_last_many_rounds<Fp32Traits>(B, L, D / Fp32Traits::kV))
+      return FwdPath::kChannelLastStaged;
     return vec ? FwdPath::kChannelLastVec : FwdPath::kChannelLastScalar;
   }
   if (p.variant == ConvVariant::kVectorized) return FwdPath::kNaive;  // no vectorized kernel for this layout
@@ -778,6 +804,7 @@ void fwd_plain_run(const CausalConv1dFwdParams& p, gpuStream_t stream) {
   FwdRowsPlan rows{};
   const FwdPath path = choose_fwd_path(p, rows);
   if (path == FwdPath::kRows) return fwd_rows_run(p, rows, w, stream);
+  if (path == FwdPath::kChannelLastStaged) return fwd_channel_last_staged_run(p, w, stream);
   const int shard = path == FwdPath::kNaive ? 0 : width_shard(p.width, AITER_LITE_SHARDS);
   with_shard<AITER_LITE_SHARDS>(shard, [&](auto s) {
     fwd_plain_shard<decltype(s)::value, AITER_LITE_SHARDS>(p, path, w, stream);

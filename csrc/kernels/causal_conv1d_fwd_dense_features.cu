@@ -32,6 +32,7 @@
 #include "causal_conv1d_common.cuh"
 #include "causal_conv1d_fwd_dense_features.h"
 #include "causal_conv1d_fwd_features.h"
+#include "causal_conv1d_fwd_sequences.cuh"
 #include "causal_conv1d_params.h"
 #include "dtype_traits.cuh"
 #include "port.h"
@@ -104,17 +105,6 @@ struct SeqState {
   bool active, has_init;
 };
 
-__device__ __forceinline__ void set_slot(const DenseFeatArgs& a, int64_t b, SeqState& s) {
-  if (a.state_indices != nullptr) {
-    s.slot = a.state_indices[b];
-    s.active = s.slot != a.pad_slot_id && s.slot >= 0 && s.slot < a.state_rows;
-  } else {
-    s.slot = static_cast<int32_t>(b);
-    s.active = true;
-  }
-  s.has_init = s.active && a.init != nullptr && (a.has_initial_state == nullptr || a.has_initial_state[b]);
-}
-
 // Varlen: sequence b (cu_seqlens[b] .. cu_seqlens[b+1]); b = -1 and b = batch are the positions before the
 // first and after the last sequence (inactive).
 __device__ __forceinline__ SeqState varlen_sequence(const DenseFeatArgs& a, int64_t b) {
@@ -143,22 +133,7 @@ __device__ __forceinline__ int64_t varlen_find(const DenseFeatArgs& a, int64_t b
     while (lo + 1 < a.batch && cu[lo + 1] <= t) ++lo;
     return lo;
   }
-  int64_t hi = a.batch - 1;  // the last b with cu[b] <= t
-  while (lo < hi) {
-    const int64_t mid = (lo + hi + 1) >> 1;
-    if (cu[mid] <= t) lo = mid; else hi = mid - 1;
-  }
-  return lo;
-}
-
-__device__ __forceinline__ int32_t seq_id_at(const DenseFeatArgs& a, int64_t b, int64_t t) {
-  return a.seq_idx[b * a.seq_idx_batch_stride + t * a.seq_idx_seq_stride];
-}
-
-template <typename T>
-__device__ __forceinline__ float init_at(const DenseFeatArgs& a, int64_t slot, int64_t d, int64_t k) {
-  return to_float(static_cast<const T*>(a.init)[slot * a.init_batch_stride + d * a.init_dim_stride +
-                                                  k * a.init_seq_stride]);
+  return last_sequence_starting_by(cu, lo, a.batch, t);
 }
 
 // The seq id shared by positions t .. t + kNElts - 1 (inside the row) of batch row b, or kMixedIds. With

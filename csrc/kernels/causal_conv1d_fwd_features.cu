@@ -25,7 +25,9 @@
 #include <stdexcept>
 
 #include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_channel_last.h"
 #include "causal_conv1d_fwd_features.h"
+#include "causal_conv1d_fwd_sequences.cuh"
 #include "causal_conv1d_params.h"
 #include "dtype_traits.cuh"
 #include "per_device.h"
@@ -66,27 +68,6 @@ struct Sequence {
   bool active, has_init;
 };
 
-__device__ __forceinline__ void set_slot(const FwdFeatureArgs& a, int64_t b, Sequence& s) {
-  if (a.state_indices != nullptr) {
-    s.slot = a.state_indices[b];
-    s.active = s.slot != a.pad_slot_id && s.slot >= 0 && s.slot < a.state_rows;
-  } else {
-    s.slot = b;
-    s.active = true;
-  }
-  s.has_init = s.active && a.init != nullptr && (a.has_initial_state == nullptr || a.has_initial_state[b]);
-}
-
-// Varlen mode: the last b < batch with cu_seqlens[b] <= t (t < cu_seqlens[batch]).
-__device__ __forceinline__ int64_t find_sequence(const int32_t* __restrict__ cu, int64_t batch, int64_t t) {
-  int64_t lo = 0, hi = batch - 1;
-  while (lo < hi) {
-    const int64_t mid = (lo + hi + 1) >> 1;
-    if (cu[mid] <= t) lo = mid; else hi = mid - 1;
-  }
-  return lo;
-}
-
 // Sequence b of varlen mode, or row b's sequence otherwise.
 __device__ __forceinline__ Sequence sequence_at(const FwdFeatureArgs& a, int64_t b) {
   Sequence s;
@@ -101,17 +82,6 @@ __device__ __forceinline__ Sequence sequence_at(const FwdFeatureArgs& a, int64_t
   return s;
 }
 
-__device__ __forceinline__ int32_t seq_id(const FwdFeatureArgs& a, int64_t r, int64_t t) {
-  return a.seq_idx[r * a.seq_idx_batch_stride + t * a.seq_idx_seq_stride];
-}
-
-// Initial-state entry k (of state_len) of channel d in slot `slot`.
-template <typename T>
-__device__ __forceinline__ float init_at(const FwdFeatureArgs& a, int64_t slot, int64_t d, int64_t k) {
-  return to_float(static_cast<const T*>(a.init)[slot * a.init_batch_stride + d * a.init_dim_stride +
-                                                  k * a.init_seq_stride]);
-}
-
 // ---------------------------------------------------------------------------------------------
 // channel_last
 
@@ -122,9 +92,13 @@ struct FeatChannelLastTraits {
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kV = kV_;
   static constexpr int kThreads = 128;
-  // Bounds that ptxas 13.0 (sm_90a) meets without spilling: 96 registers for W <= 4 (the plain kernel's
-  // 80 spilled here: the sequence state takes ~16), 128 for W = 5..7, 168 for 16-bit W = 8.
-  static constexpr int kMinBlocks = kV == 1 ? 4 : (kWidth <= 4 ? 5 : (kWidth == 8 && sizeof(T) == 2 ? 3 : 4));
+  // Bounds that ptxas 13.0 (sm_90a) meets without spilling: 96 registers for W <= 3 and fp32 W = 4 (the plain
+  // kernel's 80 spilled here: the sequence state takes ~16), 128 for 16-bit W = 4 (at 96 it spilled 20 bytes
+  // after the same-index seq_idx rule added the window's ids) and W = 5..6, 168 for 16-bit W = 7 (84 bytes
+  // spilled at 128) and W = 8.
+  static constexpr bool k16 = sizeof(T) == 2;
+  static constexpr int kMinBlocks =
+      kV == 1 ? 4 : (kWidth <= 3 || (kWidth == 4 && !k16) ? 5 : (k16 && kWidth >= 7 ? 3 : 4));
   static constexpr int kUnroll = 4;
   static constexpr int kMinChunk = 8;
   static constexpr int kMaxChunk = 64;
@@ -163,12 +137,12 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     T* __restrict__ op = static_cast<T*>(a.out) + r * a.out_batch_stride + d0 * a.out_dim_stride;
 
     if (varlen && t0 >= a.cu_seqlens[a.batch]) continue;  // positions after the last sequence: not written
-    int64_t b = varlen ? find_sequence(a.cu_seqlens, a.batch, t0) : r;
+    int64_t b = varlen ? last_sequence_starting_by(a.cu_seqlens, 0, a.batch, t0) : r;
     Sequence s = sequence_at(a, b);
     int32_t cur_id = 0;
     if (use_seq_idx) {
-      cur_id = seq_id(a, r, t0);
-      if (seq_id(a, r, 0) != cur_id) s.has_init = false;  // initial states continue the first run only
+      cur_id = seq_id_at(a, r, t0);
+      if (seq_id_at(a, r, 0) != cur_id) s.has_init = false;  // initial states continue the first run only
     }
     float w[kV][kW];
     float bias[kV];
@@ -195,7 +169,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           h.load(xp + pos * a.x_seq_stride);
 #pragma unroll
           for (int c = 0; c < kV; ++c) win[i][c] = to_float(h.elt[c]);
-          win_id[i] = use_seq_idx ? seq_id(a, r, pos) : 0;
+          win_id[i] = use_seq_idx ? seq_id_at(a, r, pos) : 0;
         } else {
 #pragma unroll
           for (int c = 0; c < kV; ++c)
@@ -212,7 +186,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           if (t + u < t2) {
-            const int32_t id = use_seq_idx ? seq_id(a, r, t + u) : 0;  // same address across the warp
+            const int32_t id = use_seq_idx ? seq_id_at(a, r, t + u) : 0;  // same address across the warp
             float cur[kV];
             vec_t yv;
 #pragma unroll
@@ -291,13 +265,13 @@ __global__ void __launch_bounds__(kPerOutputThreads)
     const int64_t rd = div_out_len.divmod(t, i);
     const int64_t r = div_dim.divmod(d, rd);
     if (a.cu_seqlens != nullptr && t >= a.cu_seqlens[a.batch]) continue;  // after the last sequence
-    const int64_t b = a.cu_seqlens != nullptr ? find_sequence(a.cu_seqlens, a.batch, t) : r;
+    const int64_t b = a.cu_seqlens != nullptr ? last_sequence_starting_by(a.cu_seqlens, 0, a.batch, t) : r;
     Sequence s = sequence_at(a, b);
     if (!s.active) continue;
     int32_t id = 0;
     if (a.seq_idx != nullptr) {
-      id = seq_id(a, r, t);
-      if (seq_id(a, r, 0) != id) s.has_init = false;
+      id = seq_id_at(a, r, t);
+      if (seq_id_at(a, r, 0) != id) s.has_init = false;
     }
     const T* __restrict__ xp = static_cast<const T*>(a.x) + r * a.x_batch_stride + d * a.x_dim_stride;
     float acc = a.w.bias == nullptr ? 0.f : load_as_float(a.w.bias, a.w.dtype, d * a.w.bias_stride);
@@ -306,7 +280,7 @@ __global__ void __launch_bounds__(kPerOutputThreads)
       const int64_t pos = t - (width - 1) + j;
       float v = 0.f;
       if (pos >= s.start) {
-        if (a.seq_idx == nullptr || seq_id(a, r, pos) == id) v = to_float(xp[pos * a.x_seq_stride]);
+        if (a.seq_idx == nullptr || seq_id_at(a, r, pos) == id) v = to_float(xp[pos * a.x_seq_stride]);
       } else if (s.has_init) {
         v = init_at<T>(a, s.slot, d, a.state_len - (s.start - pos));
       }
@@ -344,8 +318,8 @@ __global__ void __launch_bounds__(kFinalizeThreads) causal_conv1d_fwd_final_stat
     const int64_t r = a.cu_seqlens != nullptr ? 0 : b;
     int32_t last_id = 0;
     if (a.seq_idx != nullptr && a.seqlen > 0) {  // the row's last run; the initial window only if it is the first
-      last_id = seq_id(a, r, a.seqlen - 1);
-      if (seq_id(a, r, 0) != last_id) s.has_init = false;
+      last_id = seq_id_at(a, r, a.seqlen - 1);
+      if (seq_id_at(a, r, 0) != last_id) s.has_init = false;
     }
     const T* __restrict__ xp = static_cast<const T*>(a.x) + r * a.x_batch_stride + d * a.x_dim_stride;
     const T* __restrict__ ip =
@@ -358,7 +332,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) causal_conv1d_fwd_final_stat
       T v = zero;
       if (c >= 0) {
         const int64_t pos = s.start + c;
-        if (a.seq_idx == nullptr || seq_id(a, r, pos) == last_id) v = xp[pos * a.x_seq_stride];
+        if (a.seq_idx == nullptr || seq_id_at(a, r, pos) == last_id) v = xp[pos * a.x_seq_stride];
       } else if (c >= -(a.width - 1) && s.has_init) {
         v = ip[(a.state_len + c) * a.init_seq_stride];
       }
@@ -431,17 +405,21 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
   } else if (L > 0) {
     const bool channel_last = D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
     const bool templated = p.width <= kMaxTemplateWidth && p.variant != ConvVariant::kNaive;
-    AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-      if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
-      constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
-      const bool vec = D > 1 && channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
-                       channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kV);
-      AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-        if (!channel_last) features_per_output_launch<scalar_t, kW>(a, stream);
-        else if (vec) features_channel_last_launch<scalar_t, kW, kV>(a, stream);
-        else features_channel_last_launch<scalar_t, kW, 1>(a, stream);
+    // Channel rows on 16-byte boundaries: the staged channel-last kernel (causal_conv1d_fwd_channel_last.cu).
+    const bool staged = channel_last && templated && fwd_channel_last_staged_features_run(p, w, stream);
+    if (!staged) {
+      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+        if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
+        constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
+        const bool vec = D > 1 && channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
+                         channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kV);
+        AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+          if (!channel_last) features_per_output_launch<scalar_t, kW>(a, stream);
+          else if (vec) features_channel_last_launch<scalar_t, kW, kV>(a, stream);
+          else features_channel_last_launch<scalar_t, kW, 1>(a, stream);
+        });
       });
-    });
+    }
   }
   if (p.final_states != nullptr) {
     AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { final_states_launch<scalar_t>(a, stream); });
