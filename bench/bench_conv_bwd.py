@@ -6,7 +6,9 @@
 Each step (forward, and forward + torch.autograd.grad for x, weight and bias) is captured in a CUDA graph
 and its replays timed with CUDA events, L2 flushed: GPU time, no host overhead. backward = fwd+grad - fwd.
 Bytes = x read + dout read + dx written; "of copy" = that rate over a device copy's in the same run.
-"cl" rows store x as [B, L, D]; fla takes only those, with weight in x's dtype.
+"cl" rows store x as [B, L, D]. fla takes [B, L, D] with weight and bias in x's dtype: it runs on every row,
+given the transposed view of x on contiguous rows (whatever it does with that view is timed) and, for fp32
+weights, weight and bias cast to x's dtype inside the timed step (so it also differentiates through the cast).
 """
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ def impls(dao, fla):
     if dao is not None:
         out["dao"] = lambda x, w, b: dao.causal_conv1d_fn(x, w, b, activation="silu")
     if fla is not None:
-        out["fla"] = fla_conv(fla)
+        fla_run = fla_conv(fla)
+        out["fla"] = lambda x, w, b: fla_run(x, w.to(x.dtype), b.to(x.dtype))
     return out
 
 
@@ -79,8 +82,6 @@ def main(argv=None):
             b = torch.randn(D, device="cuda", dtype=DTYPES[wd]).requires_grad_()
             dout = torch.randn_like(x)
             for name, fn in impls(dao, fla).items():
-                if name == "fla" and (layout != "cl" or wd != xd):
-                    continue
                 t = step_times(fn, x, w, b, dout)
                 row = {"op": "bwd", "impl": name, "x_dtype": xd, "w_dtype": wd, "shape": [B, D, L], "width": W,
                        "layout": layout}

@@ -83,16 +83,18 @@ def check_varlen(x, weight, bias, pool, query_start_loc, cache_indices, has_init
     return out
 
 
-def check_deterministic_backward(x, w, b, dout, runs, tol):
+def check_deterministic_backward(x, w, b, dout, runs, tol, seq_idx=None):
     """runs backwards under torch.use_deterministic_algorithms(True) are bitwise equal, and within tol of the
     default mode's gradients."""
+    def backward():
+        return torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu", seq_idx=seq_idx), [x, w, b], dout)
     prev = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
-        grads = [torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout) for _ in range(runs)]
+        grads = [backward() for _ in range(runs)]
     finally:
         torch.use_deterministic_algorithms(prev)
-    default = torch.autograd.grad(aiter_lite.causal_conv1d(x, w, b, "silu"), [x, w, b], dout)
+    default = backward()
     for run in grads[1:]:
         for a, c in zip(run, grads[0]):
             assert torch.equal(a, c)

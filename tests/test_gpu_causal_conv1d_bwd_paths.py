@@ -1,7 +1,8 @@
 """GPU (-m gpu): the backward's kernel paths through the real autograd API (issue 20, session 12): shifted
 rows (odd L on [B, D, L], the flat array's last vector partial), the staged channel-last kernel (partial
 channel blocks, padded steps, long rows of many chunks, seq_idx and states) and the direct one (steps off
-the 16-byte grid), each against the float64 reference, with NaN left in the caching allocator so that an
+the 16-byte grid), seq_idx on whole-vector [B, D, L] rows (the rows kernel, issue 20 session 13), each against
+the float64 reference, with NaN left in the caching allocator so that an
 unwritten gradient element shows; bitwise reproducibility on the new paths."""
 import itertools
 
@@ -33,14 +34,14 @@ def make(layout, b, d, length, dtype):
     return random_normal((b, d, length), dtype, DEV)
 
 
-def check(layout, b, d, length, width, x_dtype, w_dtype, features):
+def check(layout, b, d, length, width, x_dtype, w_dtype, features, segments=3):
     tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
     x = make(layout, b, d, length, x_dtype)
     w, bias = random_normal((d, width), w_dtype, DEV), random_normal((d,), w_dtype, DEV)
     poison_allocator(x.numel() * x.element_size())
     if features:
         init = make_states(b, d, width, x_dtype, DEV, "channel_last" if layout != "contiguous" else "contiguous")
-        seq = packed_seq_idx(b, length, DEV) if layout != "contiguous" else None
+        seq = packed_seq_idx(b, length, DEV, segments) if layout != "contiguous" or length % 8 == 0 else None
         grads_vs_reference(x, w, bias, "silu", initial_states=init, seq_idx=seq, final_states=True, dtype_tol=tol)
     else:
         grads_vs_reference(x, w, bias, "silu", dtype_tol=tol)
@@ -55,6 +56,17 @@ def test_shifted_rows(x_dtype, w_dtype, width):
         check("contiguous", b, d, length, width, x_dtype, w_dtype, features)
 
 
+@pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+def test_rows_seq_idx(x_dtype, w_dtype, width):
+    """seq_idx on contiguous rows of whole 16-byte vectors: many segments (starts on every offset of a
+    vector, single-token segments), one and two vectors a lane, with initial and final states."""
+    torch.manual_seed(20 + width)
+    for (b, d, length), segments in [((2, 24, 1024), 60), ((3, 8, 512), 200), ((2, 16, 4096), 5),
+                                     ((1, 2048, 2048), 40)]:
+        check("contiguous", b, d, length, width, x_dtype, w_dtype, True, segments)
+
+
 @pytest.mark.parametrize("layout", ["channel_last", "cl_pad", "cl_odd"])
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
 @pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
@@ -65,10 +77,12 @@ def test_channel_last_paths(layout, x_dtype, w_dtype, width):
 
 
 @pytest.mark.parametrize("shape,layout", [((3, 1536, 777), "contiguous"), ((4, 256, 1001), "contiguous"),
-                                          ((2, 1024, 1000), "channel_last"), ((2, 1000, 999), "cl_odd")])
+                                          ((2, 1024, 1000), "channel_last"), ((2, 1000, 999), "cl_odd"),
+                                          ((2, 512, 4096), "contiguous")])
 def test_new_paths_bitwise_reproducible(shape, layout):
     x = make(layout, *shape, torch.bfloat16).requires_grad_()
+    seq = packed_seq_idx(shape[0], shape[2], DEV, 30) if shape[2] % 8 == 0 else None
     w = random_normal((shape[1], 3), torch.float32, DEV).requires_grad_()
     b = random_normal((shape[1],), torch.float32, DEV).requires_grad_()
     dout = random_normal(tuple(x.shape), torch.bfloat16, DEV)
-    check_deterministic_backward(x, w, b, dout, runs=3, tol=TOLERANCE[torch.bfloat16])
+    check_deterministic_backward(x, w, b, dout, runs=3, tol=TOLERANCE[torch.bfloat16], seq_idx=seq)

@@ -2,13 +2,13 @@
 // fixed-order reduction of dweight/dbias, and the naive kernels. Notation in causal_conv1d_bwd.h.
 //
 // Kernels:
-//   rows          dense [B, D, L], 16-byte aligned, no seq_idx, L >= 2W: warp tiles of 16-byte vectors,
-//                 halos by warp shuffle; rows off the vector grid (odd L) as masked vectors of the flat
-//                 array (causal_conv1d_bwd_rows.cu).
+//   rows          dense [B, D, L], 16-byte aligned, L >= 2W: warp tiles of 16-byte vectors, halos by warp
+//                 shuffle; rows off the vector grid (odd L) as masked vectors of the flat array; seq_idx on
+//                 rows of whole vectors, masked only where a sequence starts (causal_conv1d_bwd_rows.cu).
 //   channel_last  x, dout and dx with dim stride 1, seq_idx allowed: a thread walks a chunk of time
 //                 steps for one 4-byte group of channels, fed through a cp.async shared-memory ring
 //                 when the steps are 16-byte aligned (causal_conv1d_bwd_channel_last.cu).
-//   tile          anything else with W <= 8 (strided views, seq_idx on [B, D, L], short rows): a block
+//   tile          anything else with W <= 8 (strided views, seq_idx on odd L, short rows): a block
 //                 stages a window of several rows of one channel in shared memory (causal_conv1d_bwd_tile.cu).
 //   naive         W > 8: one thread per dx element and one block per dweight/dbias entry, recomputing
 //                 dpre for every tap (W^2 work per element; kept simple, not fast).

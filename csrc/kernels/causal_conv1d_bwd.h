@@ -84,6 +84,7 @@ __device__ __forceinline__ float load_state(const void* ptr, int64_t b, int64_t 
 struct BwdRowsPlan {
   int vecs_per_lane = 0;  // 0: the rows kernel does not take this call; else 1 or 2
   bool shifted = false;   // rows off the 16-byte grid (odd L): masked vectors of the flat array
+  bool seq = false;       // seq_idx (aligned rows): ids loaded per vector, masks only at sequence starts
   int64_t partial_rows = 0;
 };
 BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p);

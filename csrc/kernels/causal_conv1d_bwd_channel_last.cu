@@ -45,7 +45,7 @@ constexpr int kClChunks = kClThreads / kWarpSize;  // chunks per block (one per 
 // channels 16-19% slower at W = 4 (168 registers, 3 blocks per SM) though 7% faster at W = 2.
 constexpr int kStagedChannels = 2;
 constexpr int kStageBytes = 1024;
-constexpr int kStages = 3;
+constexpr int kStages = 3;  // 4 stages ran 1-2% slower in 16-bit types (H100, 2026-11-25)
 template <typename T>
 constexpr int kStageRowBytes = kWarpSize * kStagedChannels * static_cast<int>(sizeof(T));
 template <typename T>
@@ -61,25 +61,21 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 #endif
 }
 
-// 16 bytes from src to dst, or zeros when !valid (src is then not read).
-__device__ __forceinline__ void copy16_async(void* dst, const void* src, bool valid) {
+// kBytes (16 or 4) from src to dst, or zeros when !valid (src is then not read). 16-byte copies skip L1 (.cg);
+// the 4-byte ones (seq ids, shared by every channel block of a row) keep it (.ca).
+template <int kBytes>
+__device__ __forceinline__ void copy_async(void* dst, const void* src, bool valid) {
+  static_assert(kBytes == 16 || kBytes == 4, "cp.async copies 16 or 4 bytes here");
 #if defined(AITER_LITE_CUDA)
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
+  if constexpr (kBytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0)
+                 : "memory");
 #else
-  *static_cast<uint4*>(dst) = valid ? *static_cast<const uint4*>(src) : uint4{0, 0, 0, 0};
-#endif
-}
-
-// 4 bytes from src to dst, or zeros when !valid.
-__device__ __forceinline__ void copy4_async(void* dst, const void* src, bool valid) {
-#if defined(AITER_LITE_CUDA)
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 4 : 0)
-               : "memory");
-#else
-  *static_cast<uint32_t*>(dst) = valid ? *static_cast<const uint32_t*>(src) : 0u;
+  using word_t = std::conditional_t<kBytes == 16, uint4, uint32_t>;
+  *static_cast<word_t*>(dst) = valid ? *static_cast<const word_t*>(src) : word_t{};
 #endif
 }
 
@@ -511,14 +507,14 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
             const int r = r0 + q * kRowStep;
             const bool ok = part_ok && rb + r < n_load;  // else zero-filled, the tensor's start named
             const int64_t off = rb + q * kRowStep;
-            copy16_async(&ring[warp][slot][0][r][part * 16],
+            copy_async<16>(&ring[warp][slot][0][r][part * 16],
                          ok ? xsrc + off * a.x_seq_stride : static_cast<const T*>(a.x), ok);
-            copy16_async(&ring[warp][slot][1][r][part * 16],
+            copy_async<16>(&ring[warp][slot][1][r][part * 16],
                          ok ? gsrc + off * a.dout_seq_stride : static_cast<const T*>(a.dout), ok);
           }
           if (Ktraits::kSeq && lane < kStageRows) {
             const bool ok = rb + lane < n_load;
-            copy4_async(&ring_seq[warp][slot][lane], ssrc + (ok ? static_cast<int64_t>(rb + lane) : 0) * a.seq_seq_stride,
+            copy_async<4>(&ring_seq[warp][slot][lane], ssrc + (ok ? static_cast<int64_t>(rb + lane) : 0) * a.seq_seq_stride,
                         ok);
           }
         }
@@ -648,25 +644,54 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
   plan.vec = staged ? kStagedChannels : 1;
   plan.staged = staged;
   const int64_t n_groups = D / plan.vec;
-  int64_t resident = 0;
+  const bool seq = p.seq_idx != nullptr;
+  int64_t resident = 0;  // threads of the kernel this call runs
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     constexpr int kVec = kStagedChannels;
-    resident = staged ? bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, 4, kVec, false, true>>()
-                      : bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, 4, 1, false, false>>();
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if (staged)
+        resident = seq ? bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, kW, kVec, true, true>>()
+                       : bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, kW, kVec, false, true>>();
+      else
+        resident = seq ? bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, kW, 1, true, false>>()
+                       : bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, kW, 1, false, false>>();
+    });
   });
   // Chunks long enough to amortise their 2(W - 1)-step halo (and the staged ring's fill), short enough
   // that the threads fill the GPU about twice (two rounds hide the tail of the first); a multiple of the
   // kChunks warps of a block, so no warp of a block idles past the row end (the kernels take any length).
   // The staged kernel's 32-step floor (two ring stages' worth of steps per chunk) left 2 x 256 x 1024 bf16
   // with 64 blocks on 132 SMs (16.0 us against causal-conv1d's 11.7, H100 2026-11-24), so problems whose
-  // 32-step chunks would occupy under a quarter of the GPU take the direct kernel's floor of 8 (not yet
-  // timed; every timed shape keeps 32).
+  // 32-step chunks would occupy under a quarter of the GPU take the direct kernel's floor of 8.
   const int64_t steps = B * n_groups * L;
   int64_t len = (steps + 2 * resident - 1) / (2 * resident);
   const int64_t min_len = staged && steps / 32 >= resident / 4 ? 32 : 8;
   len = std::max<int64_t>(min_len, std::min<int64_t>(len, 512));
   int64_t n_chunks = (L + len - 1) / len;
   if (n_chunks > 1) n_chunks = (n_chunks + kClChunks - 1) / kClChunks * kClChunks;
+#ifndef AITER_LITE_BWD_CL_PLAN_TWICE
+  // Whole rounds: blocks of equal work leave a partial last round idle (4 x 4096 x 4096 bf16 took 2.33
+  // rounds of 660 resident blocks), so among the chunk-block counts that fill k = 2..6 rounds the plan
+  // takes the one of least k * (steps a warp walks per chunk), the walk counted with its halo and ring fill.
+  if (n_chunks > 1) {
+    const int64_t resident_blocks = std::max<int64_t>(1, resident / kClThreads);
+    const int64_t blocks_per_cb = B * ((n_groups + kWarpSize - 1) / kWarpSize);  // blocks per chunk block
+    const int64_t overhead = 2 * (p.width - 1) + 8;
+    int64_t best_cost = INT64_MAX;
+    for (int64_t k = 2; k <= 6; ++k) {
+      const int64_t n_cb = k * resident_blocks / blocks_per_cb;  // most chunk blocks that fit in k rounds
+      if (n_cb < 1) continue;
+      const int64_t chunk = (L + n_cb * kClChunks - 1) / (n_cb * kClChunks);
+      if (chunk < min_len || chunk > 512) continue;
+      const int64_t rounds = (blocks_per_cb * n_cb + resident_blocks - 1) / resident_blocks;
+      const int64_t cost = rounds * (chunk + overhead);
+      if (cost < best_cost) {
+        best_cost = cost;
+        n_chunks = n_cb * kClChunks;
+      }
+    }
+  }
+#endif
   plan.chunk_len = (L + n_chunks - 1) / n_chunks;
   plan.n_chunks = (L + plan.chunk_len - 1) / plan.chunk_len;
   plan.partial_rows = B * ((plan.n_chunks + kClChunks - 1) / kClChunks);

@@ -1,5 +1,5 @@
-// Causal depthwise conv1d backward, "rows" kernel: dense [B, D, L] x, dout and dx, 16-byte aligned, no
-// seq_idx. CUDA and HIP.
+// Causal depthwise conv1d backward, "rows" kernel: dense [B, D, L] x, dout and dx, 16-byte aligned, seq_idx
+// on aligned rows. CUDA and HIP.
 //
 // Aligned rows (L a multiple of the elements in 16 bytes): vectors are counted from the row start.
 // Shifted rows (any other L, kShifted): the tensor is one flat array of 16-byte vectors and a row's tile
@@ -18,6 +18,11 @@
 //      (the last lanes take them from the next vector step, or from the vector after the tile), and
 //      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
+//
+// seq_idx (aligned rows, kSeq): a lane loads the ids of its vector's positions and of kSeqPad positions on
+// either side (16-byte loads, L1 hits: every channel of a batch row reads the same ids). A vector whose
+// window holds one id (packed sequences of hundreds of tokens: nearly all) takes the plain path; one that
+// holds a sequence start masks every tap and gradient across it, and in the descending pass reloads its ids.
 #include <cstdint>
 #include <type_traits>
 
@@ -46,10 +51,12 @@ constexpr bool kShiftedLargeVecs = false;
 constexpr bool kShiftedLargeVecs = true;
 #endif
 
-template <typename T_, int kWidth_, int kVecs_, bool kShifted_>
+template <typename T_, int kWidth_, int kVecs_, bool kShifted_, bool kSeq_ = false>
 struct BwdRowsTraits {
   using T = T_;
   static constexpr bool kShifted = kShifted_;
+  static constexpr bool kSeq = kSeq_;
+  static_assert(!(kShifted_ && kSeq_), "seq_idx takes aligned rows only");
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
@@ -58,9 +65,11 @@ struct BwdRowsTraits {
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
   // Shifted rows hold their masks too: 7 blocks at W <= 4 (5 with 2 vectors per lane; ptxas 13.0 spilled
   // 16-80 bytes at the aligned bounds, 16 at 6 blocks).
+  // seq_idx mode holds a vector's ids (kNElts + 2 kSeqPad) on its masked path.
   static constexpr int kMinBlocks =
-      kShifted_ ? (kVecs_ >= 2 ? (kWidth_ <= 6 ? 5 : 4) : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
-                : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
+      kSeq_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 6 : (kWidth_ <= 6 ? 5 : 4)))
+      : kShifted_ ? (kVecs_ >= 2 ? (kWidth_ <= 6 ? 5 : 4) : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
+                  : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
   static constexpr int kVecs = kVecs_;
@@ -71,6 +80,9 @@ struct BwdRowsTraits {
   static constexpr int kHaloWordsAlloc = kHaloWords > 0 ? kHaloWords : 1;
   // Lanes after a vector that hold its dpre lookahead (kHalo elements).
   static constexpr int kAheadLanes = (kHalo + kNElts - 1) / kNElts;
+  // seq_idx: ids loaded on either side of a vector (the halo, rounded up to 16-byte groups of ids).
+  static constexpr int kSeqPad = (kHalo + 3) / 4 * 4;
+  static constexpr int kSeqLen = kNElts + 2 * kSeqPad;
   using vec_t = Vec<T, kNElts>;
   static_assert(sizeof(vec_t) == 16, "rows kernel moves 16-byte vectors");
   static_assert((kHaloWords + 3) / 4 < kWarpSize && kAheadLanes < kWarpSize, "halos come from nearby lanes");
@@ -83,6 +95,8 @@ struct BwdRowsArgs {
   WeightArgs w;
   BwdStateArgs st;
   BwdPartials partials;
+  const int32_t* seq_idx;  // kSeq: [B, L], seq stride 1, rows 16-byte aligned
+  int64_t seq_batch_stride;
   int64_t seqlen;
   int32_t row_vecs;         // aligned: L / kNElts
   int32_t lead;             // shifted: positions before 0 a tile covers (W - 1 with dinit, else 0)
@@ -109,18 +123,95 @@ __device__ __forceinline__ void window_from_words(float (&xs)[Ktraits::kHalo + K
   for (int i = 0; i < Ktraits::kNElts; ++i) xs[Ktraits::kHalo + i] = to_float(xv.elt[i]);
 }
 
+// seq_idx ids of the positions e - kSeqPad .. e + kNElts + kSeqPad - 1 of a row (e a multiple of kNElts):
+// before 0 the row's first id (initial states continue the first sequence); past the row end the last
+// group's ids (dpre is zero there, so their values never matter).
+template <typename Ktraits>
+struct SeqWindow {
+  static constexpr int kPad = Ktraits::kSeqPad;
+  int32_t id[Ktraits::kSeqLen];
+
+  __device__ __forceinline__ void load(const int32_t* __restrict__ row_ids, int64_t e, int64_t L) {
+#pragma unroll
+    for (int g = 0; g < Ktraits::kSeqLen / 4; ++g) {
+      const int64_t start = e - kPad + 4 * g;
+      int4 v;
+      if (start < 0) {
+        const int32_t first = row_ids[0];
+        v = make_int4(first, first, first, first);
+      } else {
+        v = *reinterpret_cast<const int4*>(row_ids + (start + 4 <= L ? start : L - 4));
+      }
+      id[4 * g] = v.x;
+      id[4 * g + 1] = v.y;
+      id[4 * g + 2] = v.z;
+      id[4 * g + 3] = v.w;
+    }
+  }
+  // id of position e + off (-kPad <= off < kNElts + kPad)
+  __device__ __forceinline__ int32_t at(int off) const { return id[kPad + off]; }
+  // One id over every position the vector's taps and gradients reach: e - kHalo .. e + kNElts + kHalo - 1.
+  __device__ __forceinline__ bool uniform() const {
+    bool same = true;
+#pragma unroll
+    for (int off = -Ktraits::kHalo; off < Ktraits::kNElts + Ktraits::kHalo; ++off) same = same && at(off) == at(0);
+    return same;
+  }
+};
+
+// Masks of the taps: same(own, off) says whether the position at offset off from the vector start is in the
+// sequence of the position at offset own. NoMask: every tap (no seq_idx, or a window of one id).
+struct NoMask {
+  __device__ __forceinline__ bool operator()(int, int) const { return true; }
+};
+template <typename Ktraits>
+struct SeqMask {
+  const SeqWindow<Ktraits>& sq;
+  __device__ __forceinline__ bool operator()(int own, int off) const { return sq.at(own) == sq.at(off); }
+};
+
 // dp[i] for the first kCount elements of the vector.
-template <typename Ktraits, int kCount = Ktraits::kNElts>
+template <typename Ktraits, int kCount = Ktraits::kNElts, typename Mask = NoMask>
 __device__ __forceinline__ void dpre_of_vector(float (&dp)[Ktraits::kNElts],
                                                const float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
                                                const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
-                                               float bias, bool silu) {
+                                               float bias, bool silu, Mask same = {}) {
+  constexpr int kHalo = Ktraits::kHalo;
 #pragma unroll
   for (int i = 0; i < kCount; ++i) {
     float pre = bias;
 #pragma unroll
-    for (int j = 0; j < Ktraits::kWidth; ++j) pre = fmaf(w[j], xs[i + j], pre);
+    for (int j = 0; j < Ktraits::kWidth; ++j) pre = fmaf(w[j], same(i, i - kHalo + j) ? xs[i + j] : 0.f, pre);
     dp[i] = act_grad(pre, to_float(gv.elt[i]), silu);
+  }
+}
+
+// dweight/dbias sums of a vector: acc[j] += dp[i] * x at tap j, acc[kW] += dp[i].
+template <typename Ktraits, typename Mask>
+__device__ __forceinline__ void sums_of_vector(float (&acc)[Ktraits::kWidth + 1], const float (&dp)[Ktraits::kNElts],
+                                               const float (&xs)[Ktraits::kHalo + Ktraits::kNElts], Mask same) {
+  constexpr int kW = Ktraits::kWidth;
+#pragma unroll
+  for (int i = 0; i < Ktraits::kNElts; ++i) {
+#pragma unroll
+    for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp[i], same(i, i - Ktraits::kHalo + j) ? xs[i + j] : 0.f, acc[j]);
+    acc[kW] += dp[i];
+  }
+}
+
+// dx of a vector from dpw (dpre at its positions and the kHalo after: dpw[m] is position e + m).
+template <typename Ktraits, typename Mask>
+__device__ __forceinline__ void dx_of_vector(float (&g)[Ktraits::kNElts],
+                                             const float (&dpw)[Ktraits::kNElts + Ktraits::kHalo],
+                                             const float (&w)[Ktraits::kWidth], Mask same) {
+  constexpr int kHalo = Ktraits::kHalo;
+#pragma unroll
+  for (int i = 0; i < Ktraits::kNElts; ++i) {
+    float acc_x = 0.f;
+#pragma unroll
+    for (int j = 0; j < Ktraits::kWidth; ++j)
+      acc_x = fmaf(w[j], same(i, i + kHalo - j) ? dpw[i + kHalo - j] : 0.f, acc_x);
+    g[i] = acc_x;
   }
 }
 
@@ -199,6 +290,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   constexpr int kHaloWords = Ktraits::kHaloWords;
   constexpr int kHaloWordsAlloc = Ktraits::kHaloWordsAlloc;
 
+  constexpr bool kSeq = Ktraits::kSeq;
+
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int64_t L = a.seqlen;
@@ -227,6 +320,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const T* __restrict__ xr = static_cast<const T*>(a.x) + base_off;
     const T* __restrict__ gr = static_cast<const T*>(a.dout) + base_off;
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
+    const int32_t* __restrict__ row_ids = kSeq ? a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride : nullptr;
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
@@ -281,6 +375,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
     for (int j = 0; j <= kW; ++j) acc[j] = 0.f;
     uint32_t prev_shfl[kHaloWordsAlloc] = {};
+    uint32_t mixed = 0;  // kSeq: bit k set when vector k's window holds a sequence start
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       uint32_t halo_words[kHaloWordsAlloc];
@@ -300,13 +395,21 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         for (int i = 0; i < kHalo; ++i)
           if (e0 + i < kHalo) xs[i] = init_x[i];
       }
-      dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
-      if constexpr (kShifted) mask_dpre<Ktraits>(dp[k], e, L);
-#pragma unroll
-      for (int i = 0; i < kNElts; ++i) {
-#pragma unroll
-        for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp[k][i], xs[i + j], acc[j]);
-        acc[kW] += dp[k][i];
+      bool plain = true;
+      if constexpr (kSeq) {
+        SeqWindow<Ktraits> sq;
+        sq.load(row_ids, e, L);
+        if (!sq.uniform()) {
+          plain = false;
+          mixed |= 1u << k;
+          dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu, SeqMask<Ktraits>{sq});
+          sums_of_vector<Ktraits>(acc, dp[k], xs, SeqMask<Ktraits>{sq});
+        }
+      }
+      if (plain) {
+        dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
+        if constexpr (kShifted) mask_dpre<Ktraits>(dp[k], e, L);
+        sums_of_vector<Ktraits>(acc, dp[k], xs, NoMask{});
       }
     }
     // dpre of the vector after the tile: only its first kHalo elements are ever read.
@@ -317,7 +420,18 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       window_from_words<Ktraits>(xs, next_halo, xn);
       const int64_t e = static_cast<int64_t>(v_next) * kNElts - shift;
       if constexpr (kShifted) mask_window<Ktraits>(xs, e, b, d, a);
-      dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
+      bool plain = true;
+      if constexpr (kSeq) {
+        if (has_next) {
+          SeqWindow<Ktraits> sq;
+          sq.load(row_ids, e, L);
+          if (!sq.uniform()) {
+            plain = false;
+            dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu, SeqMask<Ktraits>{sq});
+          }
+        }
+      }
+      if (plain) dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
       if constexpr (kShifted) mask_dpre<Ktraits>(dp_next, e, L);
       if (!has_next) {
 #pragma unroll
@@ -348,17 +462,22 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       const vidx_t v = v0 + k * kWarpSize;
       const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
       float g[kNElts];
-#pragma unroll
-      for (int i = 0; i < kNElts; ++i) {
-        float acc_x = 0.f;
-#pragma unroll
-        for (int j = 0; j < kW; ++j) acc_x = fmaf(w[j], dpw[i + kHalo - j], acc_x);
-        g[i] = acc_x;
+      const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
+      const bool at_dinit = !kShifted && k == 0 && v0 == 0 && a.st.dinit != nullptr;
+      // kSeq: the ids again where they matter (a sequence start, or the states at the row's ends).
+      SeqWindow<Ktraits> sq;
+      const bool masked = kSeq && (((mixed >> k) & 1u) || at_final || at_dinit);
+      if (masked) {
+        sq.load(row_ids, e, L);
+        dx_of_vector<Ktraits>(g, dpw, w, SeqMask<Ktraits>{sq});
+      } else {
+        dx_of_vector<Ktraits>(g, dpw, w, NoMask{});
       }
-      if (a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L) {
+      if (at_final) {
+        const int32_t last_id = kSeq ? row_ids[L - 1] : 0;
 #pragma unroll
         for (int i = 0; i < kNElts; ++i)
-          if (e + i >= L - kHalo && e + i < L)
+          if (e + i >= L - kHalo && e + i < L && (!kSeq || sq.at(i) == last_id))
             g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
                                   a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
       }
@@ -390,13 +509,15 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
           out.store(dxr + e);
         }
-        if (k == 0 && v0 == 0 && a.st.dinit != nullptr) {
-          // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here).
+        if (at_dinit) {
+          // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here), in
+          // the row's first sequence (the initial states continue it).
 #pragma unroll
           for (int kk = 0; kk < kHalo; ++kk) {
             float acc_i = 0.f;
 #pragma unroll
-            for (int j = 0; j <= kk; ++j) acc_i = fmaf(w[j], dpw[kk - j], acc_i);
+            for (int j = 0; j <= kk; ++j)
+              acc_i = fmaf(w[j], !kSeq || sq.at(kk - j) == sq.at(-1) ? dpw[kk - j] : 0.f, acc_i);
             static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
                                         kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
           }
@@ -426,10 +547,10 @@ int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, bool shifted, 
 
 int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
 
-template <typename T, int kW, int kVecs, bool kShifted>
+template <typename T, int kW, int kVecs, bool kShifted, bool kSeq>
 void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const BwdPartials& partials,
                      gpuStream_t stream) {
-  using Ktraits = BwdRowsTraits<T, kW, kVecs, kShifted>;
+  using Ktraits = BwdRowsTraits<T, kW, kVecs, kShifted, kSeq>;
   BwdRowsArgs a{};
   a.x = p.x;
   a.dout = p.dout;
@@ -437,6 +558,8 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.w = w;
   a.st = make_state_args(p);
   a.partials = partials;
+  a.seq_idx = p.seq_idx;
+  a.seq_batch_stride = p.seq_idx_batch_stride;
   a.seqlen = p.seqlen;
   a.row_vecs = static_cast<int32_t>(p.seqlen / Ktraits::kNElts);
   a.lead = static_cast<int32_t>(lead_of(p));
@@ -479,12 +602,16 @@ void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, con
                     const BwdPartials& partials, gpuStream_t stream) {
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      const bool large = plan.vecs_per_lane == kRowsLargeVecs;
       if (plan.shifted) {
-        if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true>(p, w, partials, stream);
-        else bwd_rows_launch<scalar_t, kW, 1, true>(p, w, partials, stream);
+        if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true, false>(p, w, partials, stream);
+        else bwd_rows_launch<scalar_t, kW, 1, true, false>(p, w, partials, stream);
+      } else if (plan.seq) {
+        if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, false, true>(p, w, partials, stream);
+        else bwd_rows_launch<scalar_t, kW, 1, false, true>(p, w, partials, stream);
       } else {
-        if (plan.vecs_per_lane == kRowsLargeVecs) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, false>(p, w, partials, stream);
-        else bwd_rows_launch<scalar_t, kW, 1, false>(p, w, partials, stream);
+        if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, false, false>(p, w, partials, stream);
+        else bwd_rows_launch<scalar_t, kW, 1, false, false>(p, w, partials, stream);
       }
     });
   });
@@ -498,7 +625,11 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   BwdRowsPlan plan{};
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
   const int64_t n_elts = kVecBytes / dtype_size(p.x_dtype);
-  if (p.width > kMaxTemplateWidth || p.seq_idx != nullptr || L < 2 * p.width || L / n_elts > INT32_MAX / 4)
+  if (p.width > kMaxTemplateWidth || L < 2 * p.width || L / n_elts > INT32_MAX / 4) return plan;
+  // seq_idx: aligned rows only, its rows of ids 16-byte aligned with seq stride 1 (16-byte id loads).
+  const bool seq = p.seq_idx != nullptr;
+  if (seq && (L % n_elts != 0 || (L > 1 && p.seq_idx_seq_stride != 1) || !is_aligned(p.seq_idx, 16) ||
+              (B > 1 && p.seq_idx_batch_stride % 4 != 0)))
     return plan;
   const bool dense = dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
                      dense_rows(p.dout_batch_stride, p.dout_dim_stride, p.dout_seq_stride, B, D, L) &&
@@ -522,9 +653,10 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
     if (large && efficiency(false, kRowsLargeVecs * kWarpSize) >= 0.75) plan.vecs_per_lane = kRowsLargeVecs;
     else if (efficiency(false, kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   }
+  plan.seq = seq && plan.vecs_per_lane > 0;
   // Shifted rows (odd L, or rows that tile badly) while at least 40% of the lanes work: L = 129 bf16 is
   // about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
-  if (plan.vecs_per_lane == 0 && fits(true)) {
+  if (plan.vecs_per_lane == 0 && !seq && fits(true)) {
     plan.shifted = true;
     if (kShiftedLargeVecs && large && efficiency(true, kRowsLargeVecs * kWarpSize) >= 0.75)
       plan.vecs_per_lane = kRowsLargeVecs;

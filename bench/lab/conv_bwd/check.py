@@ -5,6 +5,7 @@ test-only pybind11 shim (shim.cpp), built here with nvcc: the real binding is wr
   python bench/lab/conv_bwd/check.py check            # gradients vs torch autograd of a float64 reference
   python bench/lab/conv_bwd/check.py sanitize         # a few small calls per path (run under compute-sanitizer)
   python bench/lab/conv_bwd/check.py time [--peer]    # CUDA-graph timings vs a same-bytes copy (and causal-conv1d)
+  python bench/lab/conv_bwd/check.py profile          # a channel-last and an odd-L call, for ncu
 """
 import concurrent.futures as cf
 import importlib.util
@@ -21,6 +22,11 @@ BUILD = os.environ.get("BUILD", "/tmp/conv_bwd")
 SOURCES = ["causal_conv1d_bwd.cu", "causal_conv1d_bwd_rows.cu", "causal_conv1d_bwd_channel_last.cu",
            "causal_conv1d_bwd_tile.cu"]
 DTYPE_ID = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+# A/B variants: module conv_bwd_shim_NAME = the base objects with SOURCE rebuilt under FLAGS (or NAME.o from
+# $PREBUILT, e.g. an earlier version's object), timed beside the base on rows of LAYOUT.
+VARIANTS = {
+    "cl_twice": ("causal_conv1d_bwd_channel_last.cu", ["-DAITER_LITE_BWD_CL_PLAN_TWICE"], "cl"),
+}
 
 
 def build(arch="sm_90a"):
@@ -40,13 +46,12 @@ def build(arch="sm_90a"):
             jobs.append(nv + inc + ["-c", os.path.join(ROOT, "csrc/kernels", s), "-o", f"{BUILD}/{s}.o"])
     shim = ["g++", "-std=c++17", "-O2", "-fPIC", *inc, *py_inc, "-c", os.path.join(ROOT, "bench/lab/conv_bwd/shim.cpp")]
     jobs.append(shim + ["-o", f"{BUILD}/shim.o"])
-    # A/B variant: shifted rows (odd L) with one vector per lane on large problems too, as conv_bwd_shim_rows1.
-    if prebuilt and os.path.exists(f"{prebuilt}/rows1.o"):
-        subprocess.run(["cp", f"{prebuilt}/rows1.o", f"{BUILD}/rows1.o"], check=True)
-    else:
-        jobs.append(nv + inc + ["-DAITER_LITE_BWD_ROWS_SHIFTED_ONE_VEC", "-c",
-                                os.path.join(ROOT, "csrc/kernels/causal_conv1d_bwd_rows.cu"), "-o", f"{BUILD}/rows1.o"])
-    jobs.append(shim + ["-DSHIM_NAME=conv_bwd_shim_rows1", "-o", f"{BUILD}/shim_rows1.o"])
+    for name, (src, flags, _) in VARIANTS.items():
+        if prebuilt and os.path.exists(f"{prebuilt}/{name}.o"):
+            subprocess.run(["cp", f"{prebuilt}/{name}.o", f"{BUILD}/{name}.o"], check=True)
+        else:
+            jobs.append(nv + inc + flags + ["-c", os.path.join(ROOT, "csrc/kernels", src), "-o", f"{BUILD}/{name}.o"])
+        jobs.append(shim + [f"-DSHIM_NAME=conv_bwd_shim_{name}", "-o", f"{BUILD}/shim_{name}.o"])
     t0 = time.time()
     with cf.ThreadPoolExecutor(len(jobs)) as ex:
         results = list(ex.map(lambda c: subprocess.run(c, capture_output=True, text=True), jobs))
@@ -59,9 +64,10 @@ def build(arch="sm_90a"):
                                   text=True).strip()
     subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim{ext}", *[f"{BUILD}/{s}.o" for s in SOURCES],
                     f"{BUILD}/shim.o", "-lcudart"], check=True)
-    variant = [f"{BUILD}/{s}.o" for s in SOURCES if "rows" not in s] + [f"{BUILD}/rows1.o"]
-    subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_rows1{ext}", *variant, f"{BUILD}/shim_rows1.o",
-                    "-lcudart"], check=True)
+    for name, (src, _, _) in VARIANTS.items():
+        objs = [f"{BUILD}/{s}.o" for s in SOURCES if s != src] + [f"{BUILD}/{name}.o"]
+        subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_{name}{ext}", *objs, f"{BUILD}/shim_{name}.o",
+                        "-lcudart"], check=True)
     print(f"built in {time.time() - t0:.1f} s")
 
 
@@ -204,6 +210,20 @@ def random_seq_idx(B, L):
     return torch.stack(rows).cuda()
 
 
+def packed_seq_idx(B, L, max_len, shuffle=False):
+    """Many short segments per row (lengths 1..max_len, so starts fall on every offset of a vector); with
+    shuffle, ids that repeat out of order (equal ids apart still count as different segments' neighbours only
+    where they touch)."""
+    rows = []
+    for _ in range(B):
+        lens = torch.randint(1, max_len + 1, (L,))
+        ids = torch.repeat_interleave(torch.arange(L), lens)[:L]
+        if shuffle:
+            ids = ids % 3
+        rows.append(ids.to(torch.int32))
+    return torch.stack(rows).cuda()
+
+
 def run_case(mod, dtype, wdtype, B, D, L, W, layout, bias=True, silu=True, init=False, dfinal=False, seq=False,
              dinit=False, want=("dx", "dw", "db"), check_det=False):
     x = make_like(layout, B, D, L, dtype)
@@ -213,7 +233,8 @@ def run_case(mod, dtype, wdtype, B, D, L, W, layout, bias=True, silu=True, init=
     H = W - 1
     st_init = torch.randn(B, H, D, device="cuda").to(dtype).transpose(1, 2) if init else None
     st_dfinal = torch.randn(B, D, H, device="cuda").to(dtype) if dfinal else None
-    sidx = random_seq_idx(B, L) if seq else None
+    sidx = (packed_seq_idx(B, L, seq[0], seq[1] == "shuffle") if isinstance(seq, tuple)
+            else random_seq_idx(B, L) if seq else None)
     c = Call(mod, x, w, b, dout, sidx, st_init, st_dfinal, silu, want, dinit, dx_layout=layout)()
     rdx, rdw, rdb, rdinit = reference(x, w, b, dout, sidx, st_init, st_dfinal, silu)
     errs = {}
@@ -298,6 +319,19 @@ def check(mod):
         cases.append(dict(dtype=dt, wdtype=torch.float32, B=4, D=1024, L=1001, W=4, layout="contig", check_det=True))
         cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=1024, L=1000, W=4, layout="cl", check_det=True,
                           init=True, dinit=True))
+    # seq_idx on aligned [B, D, L] rows (the rows kernel): packed short sequences (starts on every offset of a
+    # vector, segments shorter than the filter), ids out of order, one or two vectors a lane, every feature
+    for W in (1, 2, 3, 4, 5, 8):
+        for i, (dt, wdt) in enumerate(dts):
+            f = (W + i) % 4
+            feats = dict(bias=f != 1, silu=f != 2, init=f in (0, 3), dfinal=f in (0, 1), dinit=f in (0, 2))
+            for B, D, L, seq in ((2, 24, 1024, (9, "")), (3, 8, 512, (3, "shuffle")), (2, 16, 2048, (600, ""))):
+                cases.append(dict(dtype=dt, wdtype=wdt, B=B, D=D, L=L, W=W, layout="contig", seq=seq, **feats))
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=512, L=4096, W=4, layout="contig", seq=(700, ""),
+                          init=True, dfinal=True, dinit=True, check_det=True))
+        cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=64, L=1024, W=4, layout="contig", seq=(5, ""),
+                          want=("dw", "db")))
     n_fail = 0
     for c in cases:
         ok, errs = run_case(mod, **c)
@@ -315,8 +349,9 @@ def sanitize(mod):
     ok = True
     for dt in (torch.bfloat16, torch.float32):
         for layout, L, W in (("contig", 512, 4), ("cl", 100, 4), ("contig", 129, 3), ("strided", 50, 4),
-                             ("contig", 40, 11), ("contig", 777, 4), ("cl_pad", 100, 3), ("cl_odd", 100, 4)):
-            for seq in (True,):
+                             ("contig", 40, 11), ("contig", 777, 4), ("cl_pad", 100, 3), ("cl_odd", 100, 4),
+                             ("contig", 1024, 4)):
+            for seq in (True, (7, "")):
                 good, errs = run_case(mod, dt, torch.float32, 2, 32, L, W, layout, init=True, dfinal=True,
                                       seq=seq, dinit=True)
                 ok = ok and good
@@ -337,33 +372,32 @@ def gpu_time_us(fn, reps=40):
     return graph_time_us(fn, reps)
 
 
-def time_all(mod, peer, mod_cl8=None, mod_rows4=None, quick=False):
+def time_all(mod, peer, variants=None, quick=False):
+    """Backward GPU time of ours (default and deterministic), causal-conv1d's (dao) and each A/B variant's (on
+    the rows of its layout), against a same-bytes copy."""
+    variants = variants or {}
     dao = None
     if peer:
-        try:
-            try:  # unpacked by bench/peer_cache.py onto PYTHONPATH
-                from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
-            except ImportError:
-                sys.path.insert(0, os.path.join(ROOT, "../../.peers"))
-                from peers import dao_causal_conv1d
-                cc, secs = dao_causal_conv1d(root=os.path.join(ROOT, "../../.peers"), with_bwd=True)
-                from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
-                print(f"peer loaded in {secs:.0f} s")
+        try:  # unpacked by bench/peer_cache.py onto PYTHONPATH
+            from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
         except Exception as e:  # noqa: BLE001 - the table says the peer is missing
             print("peer unavailable:", repr(e)[:300])
-    shapes = [(torch.bfloat16, torch.float32, 8, 5120, 2048, 4), (torch.bfloat16, torch.float32, 4, 4096, 4096, 4),
-              (torch.bfloat16, torch.float32, 8, 4096, 4096, 2), (torch.bfloat16, torch.float32, 4, 512, 2048, 4),
-              (torch.bfloat16, torch.float32, 16, 2048, 129, 4), (torch.bfloat16, torch.float32, 3, 1536, 777, 3),
-              (torch.bfloat16, torch.bfloat16, 8, 5120, 2048, 4), (torch.float16, torch.float32, 8, 5120, 2048, 4),
-              (torch.float16, torch.float32, 4, 4096, 4096, 4), (torch.float32, torch.float32, 8, 5120, 2048, 4),
-              (torch.float32, torch.float32, 8, 4096, 4096, 2), (torch.float32, torch.float32, 4, 4096, 4096, 4),
-              (torch.float32, torch.float32, 16, 2048, 129, 4), (torch.bfloat16, torch.float32, 2, 256, 1024, 4)]
-    if quick:
-        shapes = [s for s in shapes if s[2:5] in ((8, 5120, 2048), (4, 4096, 4096), (8, 4096, 4096), (3, 1536, 777),
-                                                (16, 2048, 129))]
+    bf, f16, f32 = torch.bfloat16, torch.float16, torch.float32
+    # (x dtype, w dtype, B, D, L, W, layouts, packed sequences per row or 0)
+    shapes = [(bf, f32, 8, 5120, 2048, 4, ("contig", "cl"), 0), (bf, f32, 4, 4096, 4096, 4, ("contig", "cl"), 0),
+              (bf, f32, 8, 4096, 4096, 2, ("contig", "cl"), 0), (f16, f32, 8, 5120, 2048, 4, ("cl",), 0),
+              (f16, f32, 4, 4096, 4096, 4, ("cl",), 0), (bf, bf, 8, 5120, 2048, 4, ("cl",), 0),
+              (f32, f32, 8, 5120, 2048, 4, ("cl",), 0), (f32, f32, 4, 4096, 4096, 4, ("cl",), 0),
+              (f32, f32, 8, 4096, 4096, 2, ("cl",), 0),
+              (bf, f32, 3, 1536, 777, 3, ("contig", "cl"), 0), (bf, f32, 2, 256, 1024, 4, ("contig", "cl"), 0),
+              (bf, f32, 1, 4096, 32768, 4, ("contig", "cl"), 64), (bf, f32, 1, 4096, 32768, 4, ("contig",), 0),
+              (f32, f32, 1, 4096, 32768, 4, ("contig",), 64), (bf, f32, 16, 2048, 129, 4, ("contig",), 0)]
+    if not quick:
+        shapes += [(bf, f32, 4, 512, 2048, 4, ("contig", "cl"), 0), (bf, f32, 16, 2048, 129, 4, ("cl",), 0),
+                   (f32, f32, 16, 2048, 129, 4, ("contig", "cl"), 0)]
     rows = []
     copy_cache = {}
-    for dt, wdt, B, D, L, W in shapes:
+    for dt, wdt, B, D, L, W, layouts, n_seq in shapes:
         n = B * D * L
         esz = torch.finfo(dt).bits // 8
         if (n, esz) not in copy_cache:
@@ -372,34 +406,38 @@ def time_all(mod, peer, mod_cl8=None, mod_rows4=None, quick=False):
             copy_cache[(n, esz)] = gpu_time_us(lambda: dst.copy_(src))
             del src, dst
         t_copy = copy_cache[(n, esz)]
-        for layout in ("contig", "cl"):
+        sidx = None
+        if n_seq:  # n_seq packed sequences of random lengths per row
+            cuts = torch.sort(torch.randperm(L - 1)[: n_seq - 1] + 1).values
+            ids = torch.zeros(L, dtype=torch.int32)
+            ids[cuts] = 1
+            sidx = ids.cumsum(0).to(torch.int32).expand(B, L).contiguous().cuda()
+        for layout in layouts:
             x = make_like(layout, B, D, L, dt)
             dout = make_like(layout, B, D, L, dt)
             w = (torch.randn(D, W, device="cuda") * 0.5).to(wdt)
             b = torch.randn(D, device="cuda").to(wdt)
-            c = Call(mod, x, w, b, dout, silu=True, dx_layout=layout)
-            t_ours = gpu_time_us(c)
-            cd = Call(mod, x, w, b, dout, silu=True, dx_layout=layout, deterministic=True)
-            t_det = gpu_time_us(cd)
-            t_cl8 = float("nan")
-            if layout == "cl" and mod_cl8 is not None:
-                t_cl8 = gpu_time_us(Call(mod_cl8, x, w, b, dout, silu=True, dx_layout=layout))
-            if layout == "contig" and mod_rows4 is not None:  # same column: the A/B variant of this layout
-                t_cl8 = gpu_time_us(Call(mod_rows4, x, w, b, dout, silu=True, dx_layout=layout))
+            t_ours = gpu_time_us(Call(mod, x, w, b, dout, sidx, silu=True, dx_layout=layout))
+            t_det = gpu_time_us(Call(mod, x, w, b, dout, sidx, silu=True, dx_layout=layout, deterministic=True))
+            t_var = {name: (gpu_time_us(Call(vm, x, w, b, dout, sidx, silu=True, dx_layout=layout))
+                            if layout == VARIANTS[name][2] else float("nan")) for name, vm in variants.items()}
             t_dao = float("nan")
-            if dao is not None:
+            if dao is not None and (sidx is None or layout == "cl"):  # its seq_idx takes channel-last only
                 try:
                     dxp = torch.empty_like(x)
-                    t_dao = gpu_time_us(lambda: dao(x, w, b, dout, None, None, None, dxp, False, True))
+                    t_dao = gpu_time_us(lambda: dao(x, w, b, dout, sidx, None, None, dxp, False, True))
                 except Exception as e:  # noqa: BLE001
                     print("peer failed", dt, B, D, L, W, layout, repr(e)[:200])
-            rows.append((str(dt).replace("torch.", ""), str(wdt).replace("torch.", ""), f"{B}x{D}x{L}", W, layout,
-                         t_copy, t_ours, t_det, t_dao, t_cl8))
-            del x, dout, c, cd
-    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac) | variant us (frac): contig shifted rows 1 vector/lane")
-    for dt, wdt, shape, W, layout, tc, to, tdet, td, t8 in rows:
+            rows.append((str(dt).replace("torch.", ""), str(wdt).replace("torch.", ""),
+                         f"{B}x{D}x{L}" + (f" seq{n_seq}" if n_seq else ""), W, layout, t_copy, t_ours, t_det, t_dao,
+                         t_var))
+            del x, dout
+    names = list(variants)
+    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac) | "
+          + " | ".join(f"{n} us (frac)" for n in names))
+    for dt, wdt, shape, W, layout, tc, to, tdet, td, tv in rows:
         print(f" {dt}/{wdt} | {shape} | {W} | {layout} | {tc:.1f} | {to:.1f} ({tc / to:.2f}) | {tdet:.1f} | "
-              f"{td:.1f} ({tc / td:.2f}) | {t8:.1f} ({tc / t8:.2f})")
+              f"{td:.1f} ({tc / td:.2f}) | " + " | ".join(f"{tv[n]:.1f} ({tc / tv[n]:.2f})" for n in names))
     return rows
 
 
@@ -411,7 +449,14 @@ if __name__ == "__main__":
         sys.exit(0 if check(load()) else 1)
     elif cmd == "sanitize":
         sys.exit(0 if sanitize(load()) else 1)
+    elif cmd == "profile":  # one call each (run under ncu): bf16 channel-last 4x4096x4096 W=4, contiguous 3x1536x777 W=3
+        torch.manual_seed(0)
+        for layout, (B, D, L, W) in (("cl", (4, 4096, 4096, 4)), ("contig", (3, 1536, 777, 3))):
+            x, dout = make_like(layout, B, D, L, torch.bfloat16), make_like(layout, B, D, L, torch.bfloat16)
+            w, b = torch.randn(D, W, device="cuda"), torch.randn(D, device="cuda")
+            Call(load(), x, w, b, dout, dx_layout=layout)()
+        torch.cuda.synchronize()
     elif cmd == "time":
-        time_all(load(), "--peer" in sys.argv, None, load("conv_bwd_shim_rows1"), "--quick" in sys.argv)
+        time_all(load(), "--peer" in sys.argv, {n: load(f"conv_bwd_shim_{n}") for n in VARIANTS}, "--quick" in sys.argv)
     else:
         sys.exit(__doc__)
