@@ -392,13 +392,8 @@ void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, const WeightArg
   });
 }
 
-// States and seq_idx on the staged kernel are not routed yet: the H100 ran only part of their GPU tests before
-// the session's device time ran out (13 of 21 passed, none failed). Set to true once
-// tests/test_gpu_causal_conv1d_states.py and causal-conv1d's own test file pass with it on a GPU.
-constexpr bool kStagedFeaturesRouted = false;
-
 bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
-  if (!kStagedFeaturesRouted || p.cu_seqlens != nullptr || !staged_layout_fits(p)) return false;
+  if (p.cu_seqlens != nullptr || !staged_layout_fits(p)) return false;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       fwd_staged_launch<scalar_t, kW, feature_lane_bytes<scalar_t, kW>(), true>(p, w, stream);
