@@ -210,7 +210,8 @@ struct BwdPlan {
   BwdRowsPlan rows;
   BwdChannelLastPlan channel_last;
   BwdTilePlan tile;
-  int64_t partial_rows = 0;  // 0: no workspace (naive, or neither dweight nor dbias wanted)
+  int64_t partial_rows = 0;  // 0: no partial sums (naive, or neither dweight nor dbias wanted)
+  int64_t seq_start_words = 0;  // rows with seq_idx: sequence-start bits, after the partials
 };
 
 BwdPlan plan_bwd(const CausalConv1dBwdParams& p) {
@@ -221,6 +222,7 @@ BwdPlan plan_bwd(const CausalConv1dBwdParams& p) {
   if (plan.rows.vecs_per_lane > 0) {
     plan.path = BwdPath::kRows;
     plan.partial_rows = plan.rows.partial_rows;
+    plan.seq_start_words = plan.rows.seq_start_words;
   } else if ((p.dim == 1 || (p.x_dim_stride == 1 && p.dout_dim_stride == 1 &&
                              (p.dx == nullptr || p.dx_dim_stride == 1))) &&
              p.dim > 1) {
@@ -244,8 +246,14 @@ void check_bwd_params(const CausalConv1dBwdParams& p) {
     throw std::invalid_argument("aiter_lite causal_conv1d_bwd: unsupported dtype");
 }
 
+// The workspace: the partial sums (fp32 [partial_rows, D * (W + 1)]), then, 16-byte aligned, the
+// sequence-start bits of the rows kernel with seq_idx.
+int64_t partials_bytes_of(const BwdPlan& plan, const CausalConv1dBwdParams& p) {
+  return (plan.partial_rows * p.dim * (p.width + 1) * static_cast<int64_t>(sizeof(float)) + 15) / 16 * 16;
+}
+
 int64_t workspace_bytes_of(const BwdPlan& plan, const CausalConv1dBwdParams& p) {
-  return plan.partial_rows * p.dim * (p.width + 1) * static_cast<int64_t>(sizeof(float));
+  return partials_bytes_of(plan, p) + plan.seq_start_words * static_cast<int64_t>(sizeof(uint32_t));
 }
 
 }  // namespace
@@ -271,15 +279,17 @@ void causal_conv1d_bwd(const CausalConv1dBwdParams& p, void* stream_ptr) {
                                         p.w_dtype);
   const BwdPlan plan = empty ? BwdPlan{} : plan_bwd(p);
   BwdPartials partials{nullptr, p.dim * (p.width + 1)};
-  if (plan.partial_rows > 0) {
-    if (p.workspace == nullptr) throw std::invalid_argument("aiter_lite causal_conv1d_bwd: workspace is null");
-    partials.rows = static_cast<float*>(p.workspace);
-  }
+  if (workspace_bytes_of(plan, p) > 0 && p.workspace == nullptr)
+    throw std::invalid_argument("aiter_lite causal_conv1d_bwd: workspace is null");
+  if (plan.partial_rows > 0) partials.rows = static_cast<float*>(p.workspace);
+  uint32_t* seq_starts = plan.seq_start_words > 0
+                             ? reinterpret_cast<uint32_t*>(static_cast<char*>(p.workspace) + partials_bytes_of(plan, p))
+                             : nullptr;
   switch (plan.path) {
     case BwdPath::kNaive:
       AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { bwd_naive_launch<scalar_t>(p, w, stream); });
       return;
-    case BwdPath::kRows: bwd_rows_run(p, plan.rows, w, partials, stream); break;
+    case BwdPath::kRows: bwd_rows_run(p, plan.rows, w, partials, seq_starts, stream); break;
     case BwdPath::kChannelLast: bwd_channel_last_run(p, plan.channel_last, w, partials, stream); break;
     case BwdPath::kTile: bwd_tile_run(p, plan.tile, w, partials, stream); break;
     default: throw std::logic_error("aiter_lite causal_conv1d_bwd: unhandled kernel path");

@@ -84,12 +84,13 @@ __device__ __forceinline__ float load_state(const void* ptr, int64_t b, int64_t 
 struct BwdRowsPlan {
   int vecs_per_lane = 0;  // 0: the rows kernel does not take this call; else 1 or 2
   bool shifted = false;   // rows off the 16-byte grid (odd L): masked vectors of the flat array
-  bool seq = false;       // seq_idx (aligned rows): ids loaded per vector, masks only at sequence starts
+  bool seq = false;       // seq_idx (aligned rows): masks only where a sequence starts
   int64_t partial_rows = 0;
+  int64_t seq_start_words = 0;  // seq: 32-bit words of sequence-start bits in the workspace (after the partials)
 };
 BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p);
 void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
-                  const BwdPartials& partials, gpuStream_t stream);
+                  const BwdPartials& partials, uint32_t* seq_starts, gpuStream_t stream);
 
 struct BwdChannelLastPlan {
   int vec = 0;          // channels per thread: a 4-byte group (2 or 1), or 1

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include "causal_conv1d_bwd.h"
@@ -670,26 +671,32 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
   int64_t n_chunks = (L + len - 1) / len;
   if (n_chunks > 1) n_chunks = (n_chunks + kClChunks - 1) / kClChunks * kClChunks;
 #ifndef AITER_LITE_BWD_CL_PLAN_TWICE
-  // Whole rounds: blocks of equal work leave a partial last round idle (4 x 4096 x 4096 bf16 took 2.33
-  // rounds of 660 resident blocks), so among the chunk-block counts that fill k = 2..6 rounds the plan
-  // takes the one of least k * (steps a warp walks per chunk), the walk counted with its halo and ring fill.
+  // The last round of blocks (all of equal work): under half full it leaves most of the GPU idle for a
+  // whole block's time (4 x 4096 x 4096 bf16: 2.33 rounds of 660 resident blocks ran 181.7 us, 1.94 rounds
+  // 171.9), at least half full it costs about its share, since half the blocks already draw the bandwidth
+  // (8 x 4096 x 4096 W = 2: 2.59 rounds 315.8 us against 1.94 rounds 324.1; H100, 2026-11-25). So one chunk
+  // block more or fewer per row is taken when it cuts (rounds, a short last one counted as half) x chunk
+  // length by 3%.
   if (n_chunks > 1) {
-    const int64_t resident_blocks = std::max<int64_t>(1, resident / kClThreads);
+    const int64_t slots = std::max<int64_t>(1, resident / kClThreads);
     const int64_t blocks_per_cb = B * ((n_groups + kWarpSize - 1) / kWarpSize);  // blocks per chunk block
-    const int64_t overhead = 2 * (p.width - 1) + 8;
-    int64_t best_cost = INT64_MAX;
-    for (int64_t k = 2; k <= 6; ++k) {
-      const int64_t n_cb = k * resident_blocks / blocks_per_cb;  // most chunk blocks that fit in k rounds
-      if (n_cb < 1) continue;
-      const int64_t chunk = (L + n_cb * kClChunks - 1) / (n_cb * kClChunks);
-      if (chunk < min_len || chunk > 512) continue;
-      const int64_t rounds = (blocks_per_cb * n_cb + resident_blocks - 1) / resident_blocks;
-      const int64_t cost = rounds * (chunk + overhead);
-      if (cost < best_cost) {
-        best_cost = cost;
-        n_chunks = n_cb * kClChunks;
+    auto chunk_of = [&](int64_t n_cb) { return (L + n_cb * kClChunks - 1) / (n_cb * kClChunks); };
+    auto cost = [&](int64_t n_cb) {
+      const double rounds = static_cast<double>(blocks_per_cb * n_cb) / static_cast<double>(slots);
+      const double tail = rounds - static_cast<double>(static_cast<int64_t>(rounds));
+      return (rounds - tail + (tail > 0 ? std::max(tail, 0.5) : 0.0)) * static_cast<double>(chunk_of(n_cb));
+    };
+    const int64_t n_cb0 = n_chunks / kClChunks;
+    int64_t best = n_cb0;
+    double best_cost = cost(n_cb0);
+    for (const int64_t n_cb : {n_cb0 - 1, n_cb0 + 1}) {
+      if (n_cb < 1 || chunk_of(n_cb) < min_len || chunk_of(n_cb) > 512) continue;
+      if (cost(n_cb) < 0.97 * best_cost) {
+        best = n_cb;
+        best_cost = cost(n_cb);
       }
     }
+    n_chunks = best * kClChunks;
   }
 #endif
   plan.chunk_len = (L + n_chunks - 1) / n_chunks;
