@@ -632,21 +632,28 @@ bool rows_of_pieces(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_t 
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
 // shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
-// the others). The plan sizes its chunks from the width-4 kernels' occupancy, so it is compiled in the
-// shard that holds width 4; bwd_channel_last_run, the entry the backward dispatch calls, in shard 0.
-#if AITER_LITE_SHARD == (4 - 1) % AITER_LITE_SHARDS
-BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool want_vec) {
-  BwdChannelLastPlan plan{};
-  const int64_t B = p.batch, D = p.dim, L = p.seqlen;
-  const int elt = dtype_size(p.x_dtype);
-  const bool staged = want_vec && rows_of_pieces(p.x, p.x_batch_stride, p.x_seq_stride, B, L, D, elt) &&
-                      rows_of_pieces(p.dout, p.dout_batch_stride, p.dout_seq_stride, B, L, D, elt) &&
-                      (p.dx == nullptr || rows_of_pieces(p.dx, p.dx_batch_stride, p.dx_seq_stride, B, L, D, elt));
-  plan.vec = staged ? kStagedChannels : 1;
-  plan.staged = staged;
-  const int64_t n_groups = D / plan.vec;
+// the others), and answers for their occupancy (the plan sizes its chunks from the kernel the call runs).
+// The plan and bwd_channel_last_run, the entries the backward dispatch calls, are compiled in shard 0.
+template <int kShard, int kShards>
+int64_t bwd_channel_last_resident_shard(const CausalConv1dBwdParams& p, bool staged);
+template <int kShard, int kShards>
+void bwd_channel_last_shard(const CausalConv1dBwdParams& p, const BwdChannelLastPlan& plan, const WeightArgs& w,
+                            const BwdPartials& partials, gpuStream_t stream);
+
+#define AITER_LITE_BWD_CL_SHARD_EXTERN(s)                                                                   \
+  extern template int64_t bwd_channel_last_resident_shard<s, AITER_LITE_SHARDS>(                            \
+      const CausalConv1dBwdParams&, bool);                                                                  \
+  extern template void bwd_channel_last_shard<s, AITER_LITE_SHARDS>(                                        \
+      const CausalConv1dBwdParams&, const BwdChannelLastPlan&, const WeightArgs&, const BwdPartials&, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_BWD_CL_SHARD_EXTERN)
+#undef AITER_LITE_BWD_CL_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// Threads of the kernel the call runs that fit on the GPU at once (this shard's widths).
+template <int kShard, int kShards>
+int64_t bwd_channel_last_resident_shard(const CausalConv1dBwdParams& p, bool staged) {
   const bool seq = p.seq_idx != nullptr;
-  int64_t resident = 0;  // threads of the kernel this call runs
+  int64_t resident = 0;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     constexpr int kVec = kStagedChannels;
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
@@ -658,6 +665,27 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
                        : bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, kW, 1, false, false>>();
     });
   });
+  return resident;
+}
+
+template int64_t bwd_channel_last_resident_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalConv1dBwdParams&,
+                                                                                       bool);
+
+#if AITER_LITE_SHARD == 0
+BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool want_vec) {
+  BwdChannelLastPlan plan{};
+  const int64_t B = p.batch, D = p.dim, L = p.seqlen;
+  const int elt = dtype_size(p.x_dtype);
+  const bool staged = want_vec && rows_of_pieces(p.x, p.x_batch_stride, p.x_seq_stride, B, L, D, elt) &&
+                      rows_of_pieces(p.dout, p.dout_batch_stride, p.dout_seq_stride, B, L, D, elt) &&
+                      (p.dx == nullptr || rows_of_pieces(p.dx, p.dx_batch_stride, p.dx_seq_stride, B, L, D, elt));
+  plan.vec = staged ? kStagedChannels : 1;
+  plan.staged = staged;
+  const int64_t n_groups = D / plan.vec;
+  const int64_t resident = with_shard<AITER_LITE_SHARDS>(  // threads of the kernel this call runs
+      width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+        return bwd_channel_last_resident_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, staged);
+      });
   // Chunks long enough to amortise their 2(W - 1)-step halo (and the staged ring's fill), short enough
   // that the threads fill the GPU about twice (two rounds hide the tail of the first); a multiple of the
   // kChunks warps of a block, so no warp of a block idles past the row end (the kernels take any length).
@@ -705,17 +733,6 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
   return plan;
 }
 #endif
-
-template <int kShard, int kShards>
-void bwd_channel_last_shard(const CausalConv1dBwdParams& p, const BwdChannelLastPlan& plan, const WeightArgs& w,
-                            const BwdPartials& partials, gpuStream_t stream);
-
-#define AITER_LITE_BWD_CL_SHARD_EXTERN(s)                                                                   \
-  extern template void bwd_channel_last_shard<s, AITER_LITE_SHARDS>(                                        \
-      const CausalConv1dBwdParams&, const BwdChannelLastPlan&, const WeightArgs&, const BwdPartials&, gpuStream_t);
-AITER_LITE_FOR_EACH_SHARD(AITER_LITE_BWD_CL_SHARD_EXTERN)
-#undef AITER_LITE_BWD_CL_SHARD_EXTERN
-static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
 
 // The kernels of this shard's widths (width_shard).
 template <int kShard, int kShards>
