@@ -3,18 +3,14 @@
     python3 bench/bench_cp_conv.py [--shapes 8x4096x4096,1x64x64,p64x4096x32768]   # one GPU: NCCL, one rank
     torchrun --nproc-per-node=2 bench/bench_cp_conv.py [--timer eager|graph|both]   # two or more GPUs
 
-One rank: per shape (BxDxL fixed-length rows; pNxDxL: N packed sequences of random lengths in one row of L
-tokens, the plain op given them as seq_idx), forward and forward+backward of the plain op, of the same call
-with cp_context= of the one-rank group (its short cut), and of the general CP path on one rank (passthrough
-off: zigzag for rows, every step but the P2P; contiguous for packed input); per variant the median wall
-time per back-to-back eager call (host + GPU, synchronised per batch of calls, 3 rotating input sets), the
-median GPU time of the call replayed from a CUDA graph (L2 flushed before each replay: no host time), and
-the device operations (kernels, copies, fills) one call launches, counted with torch.profiler; the forward
-output of each against the plain op's. Two or more ranks (2x H200 in docs/distributed.md): B=8 fixed-length,
-4096 tokens per rank, and 64 packed sequences of random lengths, 32768 tokens per rank: fwd+bwd per rank,
-plain and CP, one P2P round trip of a halo, and fla's CP conv (packed input only, so the fixed-length case
-runs as 8 packed sequences); median of CUDA events around one fwd+bwd, the ranks aligned by a barrier first,
-eager and replayed from a CUDA graph (captured on every rank; n/a where a capture fails).
+One rank (BxDxL rows; pNxDxL: N packed sequences of random lengths in one row, given to the plain op as
+seq_idx): fwd and fwd+bwd of the plain op, of cp_context= with the one-rank group (its short cut) and of the
+general CP path on one rank (passthrough off: every step but the P2P); per variant the median eager wall time
+per back-to-back call, the median CUDA-graph replay time (L2 flushed) and the device operations per call
+(torch.profiler); each forward output against the plain op's. Two or more ranks: B=8 fixed-length rows of
+4096 tokens per rank and 64 packed sequences of 32768 tokens per rank: fwd+bwd per rank, plain and CP, one
+P2P halo round trip, and fla's CP conv (packed input only); medians of CUDA events, ranks aligned by a
+barrier, eager and replayed from a CUDA graph.
 """
 from __future__ import annotations
 
@@ -33,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aiter_lite  # noqa: E402
 from aiter_lite.distributed import build_cp_context  # noqa: E402
-from common import graph_time_us  # noqa: E402
+from common import capture_graph, graph_time_us  # noqa: E402
 
 
 def step(kw):
@@ -89,24 +85,14 @@ def events_us(fn, reps: int = 30) -> float:
 def graph_events_us(fn, reps: int = 30) -> float:
     """events_us of fn replayed from a CUDA graph captured on every rank; NaN on every rank when a capture
     failed on any (a graph whose peer has none would wait in its P2P forever)."""
-    graph = None
     try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
+        graph = capture_graph(fn)
     except Exception as e:  # noqa: BLE001 - say why, and time the rest
         print(f"rank {dist.get_rank()}: CUDA graph capture failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
         graph = None
     ok = torch.tensor([graph is not None], dtype=torch.int32, device="cuda")
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)
-    if not ok.item():
-        return float("nan")
-    return events_us(graph.replay, reps)
+    return events_us(graph.replay, reps) if ok.item() else float("nan")
 
 
 def packed_ids(count: int, length: int, gen) -> list:

@@ -3,21 +3,16 @@
 Medians of do_bench (CUDA events, L2 flushed), both writing into a preallocated out. fp32 runs strict
 (TF32 off on both sides: the SIMT kernel), tf32 with TF32 allowed on both.
 
-    python bench/bench_matmul.py [--quick] [--dtypes ...] [--shapes MxNxK,...] [--rounds N] [--out F]
-    python bench/bench_matmul.py --issue6 [--variants auto,wgmma,tensor_core] [--configs]
-    python bench/bench_matmul.py --issue6 --configs --sweep-path wgmma_16 --sweep-shapes issue6 \\
-        --sweep-dtypes bf16,fp16 --sweep-rep-ms 30
+    python bench/bench_matmul.py [--quick] [--dtypes ...] [--shapes MxNxK,...] [--variants ...] [--rounds N] [--out F]
     python bench/bench_matmul.py --epilogue --backward --odd --host    # issue 21: tables only, no JSON
 
 --variants: the kernel variants timed for fp16/bf16 (fp32 and tf32 run auto). --rounds: cuBLAS and each
-variant in interleaved rounds, medians (slow clock and power drifts hit both alike). --issue6: the Hopper
-issue's shapes (fp16, bf16; tf32 at 4096^3) and its targets last: ratio to cuBLAS at 4096^3 and 8192^3
-and the geomean of the other six; no per-config sweep unless --configs. The per-config sweep times
-every config of the table on CONFIG_SHAPES in its path's dtype (narrowed by the --sweep-* options);
-with the issue's shapes it also prints the fastest config per shape against the default's pick.
-Issue 21: --epilogue (bias+gelu_tanh, bias+relu+residual vs torch.addmm + F.gelu and
-torch._addmm_activation), --backward (a Linear-like layer's forward+backward vs torch), --odd (odd and
-skinny shapes vs cuBLAS and copy bandwidth), --host (host time per tiny call).
+variant in interleaved rounds, medians (slow clock and power drifts hit both alike). Then, unless
+--no-configs, every config of the table on CONFIG_SHAPES (or --shapes) in its path's dtype (narrowed by the
+--sweep-* options). The Hopper issue's shapes and targets: bench/lab/matmul_issue6.py. Issue 21:
+--epilogue (bias+gelu_tanh, bias+relu+residual vs torch.addmm + F.gelu and torch._addmm_activation),
+--backward (a Linear-like layer's forward+backward vs torch), --odd (odd and skinny shapes vs cuBLAS and
+copy bandwidth), --host (host time per tiny call).
 JSON records: M, N, K, dtype, impl ("cublas" or "aiter_lite"), config (-1: the default), us, tflops;
 aiter_lite's also variant, kernel (what the dispatch ran, e.g. "wgmma 13") and config_resolved.
 """
@@ -44,12 +39,6 @@ PATH_MODE = {"simt": "fp32", "tensor_core_16": "fp16", "tensor_core_tf32": "tf32
              "wgmma_tf32": "tf32"}
 PATH_VARIANT = {"simt": "tiled", "tensor_core_16": "tensor_core", "tensor_core_tf32": "tensor_core",
                 "wgmma_16": "wgmma", "wgmma_tf32": "wgmma"}
-# The Hopper matmul issue (6): targets against cuBLAS on an H100.
-ISSUE6_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000),
-                 (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096)]
-ISSUE6_AT_LEAST_1 = ISSUE6_SHAPES[:2]  # bf16, fp16 >= 1.00x
-ISSUE6_GEOMEAN = ISSUE6_SHAPES[2:]     # geomean >= 0.95x
-ISSUE6_TF32 = [(4096, 4096, 4096)]     # tf32 >= 0.9x
 # Issue 21's shapes.
 LLM_SHAPES = [(4096, 11008, 4096), (4096, 4096, 4096), (4096, 4096, 11008), (1024, 14336, 4096),
               (8192, 4096, 4096), (2048, 32000, 4096)]
@@ -69,32 +58,33 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def parse_args(argv=None):
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer shapes and shorter timing")
     p.add_argument("--out", type=Path, help="the run's JSON")
     p.add_argument("--no-configs", action="store_true", help="skip the per-config sweep")
-    p.add_argument("--configs", action="store_true", help="with --issue6: run the per-config sweep too")
-    p.add_argument("--issue6", action="store_true", help="the Hopper matmul issue's shapes and targets")
     p.add_argument("--variants", default="auto", help="aiter_lite variants timed for fp16/bf16 (default auto)")
     p.add_argument("--dtypes", help="subset of fp16,bf16,fp32,tf32")
     p.add_argument("--shapes", help="MxNxK,...: replaces the shapes of the table and of the sweep")
     p.add_argument("--rounds", type=int, default=1, help="interleaved rounds of cuBLAS and each variant")
     p.add_argument("--sweep-path", choices=sorted(PATH_MODE), help="per-config sweep: only this path's configs")
-    p.add_argument("--sweep-shapes", choices=("default", "issue6"), default="default", help="per-config sweep shapes")
     p.add_argument("--sweep-dtypes", help="per-config sweep of the 16-bit paths: fp16,bf16 (default: the path's)")
     p.add_argument("--sweep-rep-ms", type=float, help="per-config sweep: do_bench rep (ms)")
     for flag, what in (("epilogue", "fused epilogues vs cuBLAS + torch ops"), ("backward", "forward + backward vs "
                        "torch"), ("odd", "odd and skinny shapes"), ("host", "host time per tiny call")):
         p.add_argument(f"--{flag}", action="store_true", help=f"issue 21: {what}")
+    return p
+
+
+def parse_args(argv=None, p=None, default_modes=tuple(MODES)):
+    p = p or parser()
     args = p.parse_args(argv)
     from aiter_lite.ops.matmul import VARIANTS
     from aiter_lite.testing import dtype_names
 
     try:
         args.shape_list = parse_shapes(args.shapes) if args.shapes else None
-        args.modes = (dtype_names(args.dtypes, allowed=MODES) if args.dtypes
-                      else ["fp16", "bf16", "tf32"] if args.issue6 else list(MODES))
+        args.modes = dtype_names(args.dtypes, allowed=MODES) if args.dtypes else list(default_modes)
         args.sweep_dtype_list = dtype_names(args.sweep_dtypes, allowed=("fp16", "bf16")) if args.sweep_dtypes else None
     except (ValueError, argparse.ArgumentTypeError) as e:
         p.error(str(e))
@@ -112,6 +102,17 @@ def main(argv=None) -> int:
     need_cuda("bench_matmul")
     if args.epilogue or args.backward or args.odd or args.host:
         return issue21(args)
+    shapes = args.shape_list or (QUICK_SHAPES if args.quick else SHAPES)
+    sweep = None if args.no_configs else args.shape_list or (CONFIG_SHAPES[:1] if args.quick else CONFIG_SHAPES)
+    records = run(args, lambda mode: shapes, sweep)
+    write_run(args.out, torch.cuda.get_device_name(), torch.__version__, records)
+    print("\n" + markdown_tables(records))
+    return 0
+
+
+def run(args, shapes_of_mode, sweep_shapes) -> list:
+    """The table (cuBLAS and each variant on shapes_of_mode(mode)), then the per-config sweep on
+    sweep_shapes (None: none); the records."""
     import aiter_lite
     from aiter_lite.ops.matmul import matmul_plan
     from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
@@ -139,11 +140,10 @@ def main(argv=None) -> int:
 
     print(f"device: {dev} ({torch.cuda.get_device_properties(0).multi_processor_count} SMs), torch "
           f"{torch.__version__}", flush=True)
-    shapes = args.shape_list or (ISSUE6_SHAPES if args.issue6 else QUICK_SHAPES if args.quick else SHAPES)
     for mode in args.modes:
         tf32 = mode == "tf32"
         set_torch_tf32(tf32)
-        for m, n, k in ISSUE6_TF32 if args.issue6 and tf32 else shapes:
+        for m, n, k in shapes_of_mode(mode):
             a, b, c = inputs(m, n, k, MODES[mode])
             torch.matmul(a, b, out=c)  # cuBLAS's first call (handle, heuristics) stays out of the timing
             timed = [("cublas", None, None, lambda: torch.matmul(a, b, out=c))]
@@ -171,10 +171,8 @@ def main(argv=None) -> int:
             del a, b, c
     set_torch_tf32(False)
 
-    if not args.no_configs and (args.configs or not args.issue6):
+    if sweep_shapes:
         print("per-config sweep", flush=True)
-        sweep_shapes = args.shape_list or (ISSUE6_SHAPES if args.sweep_shapes == "issue6" else
-                                           CONFIG_SHAPES[:1] if args.quick else CONFIG_SHAPES)
         cfgs = [c for c in MATMUL_CONFIGS if args.sweep_path in (None, c.path)
                 and not (PATH_VARIANT[c.path] == "wgmma" and not sm90)]
         for m, n, k in sweep_shapes:
@@ -195,14 +193,7 @@ def main(argv=None) -> int:
                     record(m, n, k, mode, "aiter_lite", cfg.index, ms, kw["variant"], kernel)
                 del a, b, c
 
-    write_run(args.out, dev, torch.__version__, records)
-    print("\n" + markdown_tables(records))
-    if args.issue6 or args.shape_list:
-        best = best_config_summary(records)
-        print("\n" + best if best else "")
-    if args.issue6:
-        print("\n" + issue6_summary(records))
-    return 0
+    return records
 
 
 def shape_of(r) -> tuple:
@@ -231,59 +222,6 @@ def markdown_tables(records) -> str:
                 for i, dt in sorted({(r["config"], r["dtype"]) for r in sweep})]
         text += "\n\n" + md_table(["config", "dtype", *("×".join(map(str, s)) for s in shapes)], rows)
     return text
-
-
-def best_config_summary(records) -> str:
-    """Per (dtype, shape) of the issue's shapes in the sweep: the fastest config and the default's pick
-    (variant auto), as ratios to cuBLAS; then per dtype the geomean target if every shape had run its
-    fastest config ("oracle") beside the default's."""
-    sweep = [r for r in records if r["impl"] == "aiter_lite" and r["config"] >= 0]
-    auto = {(r["dtype"], shape_of(r)): r for r in records
-            if r["impl"] == "aiter_lite" and r["config"] == -1 and r.get("variant", "auto") == "auto"}
-    keys = sorted({(r["dtype"], shape_of(r)) for r in sweep if shape_of(r) in ISSUE6_SHAPES},
-                  key=lambda x: (x[0], ISSUE6_SHAPES.index(x[1])))
-    rows, oracle, chosen = [], {}, {}
-    for dtype, shape in keys:
-        top = max((r for r in sweep if (r["dtype"], shape_of(r)) == (dtype, shape)), key=lambda r: r["tflops"])
-        try:
-            peer = cublas_of(records, top)["tflops"]
-        except StopIteration:
-            continue
-        d = auto.get((dtype, shape))
-        rows.append([dtype, "×".join(map(str, shape)), f"{peer:.1f}", f"{top['config']} ({top['tflops']:.1f}, "
-                     f"{top['tflops'] / peer:.3f})", "-" if d is None else
-                     f"{d.get('config_resolved', -1)}: {d['tflops']:.1f}, {d['tflops'] / peer:.3f}"])
-        if shape in ISSUE6_GEOMEAN:
-            oracle.setdefault(dtype, []).append(top["tflops"] / peer)
-            chosen.setdefault(dtype, []).extend([] if d is None else [d["tflops"] / peer])
-    for dtype in sorted(oracle):
-        o, c = (f"{geomean(xs):.3f}" if len(xs) == len(ISSUE6_GEOMEAN) else "-" for xs in (oracle[dtype],
-                                                                                           chosen[dtype]))
-        rows.append([dtype, "geomean of 6", "", f"oracle {o}", f"default {c}"])
-    return md_table(["dtype", "M×N×K", "cuBLAS", "fastest config (TFLOP/s, ratio)", "default (cfg: TFLOP/s, ratio)"],
-                    rows) if rows else ""
-
-
-def issue6_summary(records) -> str:
-    """The issue's targets, per dtype and variant: ratio to cuBLAS (aiter_lite TFLOP/s / cuBLAS TFLOP/s)."""
-    ratios = {(r["dtype"], r.get("variant", "auto"), shape_of(r)): r["tflops"] / cublas_of(records, r)["tflops"]
-              for r in records if r["impl"] == "aiter_lite" and r["config"] == -1}
-    rows = []
-
-    def row(dtype, variant, target, value, bound):
-        met = "-" if value is None else "yes" if value >= bound else "no"
-        rows.append([dtype, variant, target, "-" if value is None else f"{value:.3f}", met])
-
-    for dtype, variant in sorted({(d, v) for d, v, _ in ratios}):
-        if dtype == "tf32":
-            for s in ISSUE6_TF32:
-                row(dtype, variant, f"{'x'.join(map(str, s))} >= 0.90", ratios.get((dtype, variant, s)), 0.90)
-            continue
-        for s in ISSUE6_AT_LEAST_1:
-            row(dtype, variant, f"{'x'.join(map(str, s))} >= 1.00", ratios.get((dtype, variant, s)), 1.00)
-        got = [ratios.get((dtype, variant, s)) for s in ISSUE6_GEOMEAN]
-        row(dtype, variant, "geomean of 6 shapes >= 0.95", geomean(got) if None not in got else None, 0.95)
-    return md_table(["dtype", "variant", "target", "measured", "met"], rows)
 
 
 def issue21(args) -> int:

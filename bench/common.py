@@ -34,10 +34,8 @@ def make_timer(warmup_ms: float = 25, rep_ms: float = 100):
 _FLUSH = []
 
 
-def graph_time_us(fn, reps: int = 30) -> float:
-    """Median GPU time of fn replayed from a CUDA graph (no host overhead), L2 flushed before each replay."""
-    if not _FLUSH:
-        _FLUSH.append(torch.empty(256 << 20, dtype=torch.uint8, device="cuda"))
+def capture_graph(fn) -> "torch.cuda.CUDAGraph":
+    """fn captured in a CUDA graph, after two warm-up calls on a side stream."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -47,6 +45,14 @@ def graph_time_us(fn, reps: int = 30) -> float:
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         fn()
+    return g
+
+
+def graph_time_us(fn, reps: int = 30) -> float:
+    """Median GPU time of fn replayed from a CUDA graph (no host overhead), L2 flushed before each replay."""
+    if not _FLUSH:
+        _FLUSH.append(torch.empty(256 << 20, dtype=torch.uint8, device="cuda"))
+    g = capture_graph(fn)
     times = []
     for _ in range(reps):
         _FLUSH[0].random_()
