@@ -9,11 +9,18 @@ Bytes = x read + dout read + dx written; "of copy" = that rate over a device cop
 "cl" rows store x as [B, L, D]. fla takes [B, L, D] with weight and bias in x's dtype: it runs on every row,
 given the transposed view of x on contiguous rows (whatever it does with that view is timed) and, for fp32
 weights, weight and bias cast to x's dtype inside the timed step (so it also differentiates through the cast).
+
+Each row is printed as soon as it is measured, with the seconds its first calls took (JIT builds, Triton
+compiles and autotuning land there, outside the timings). fla autotunes its forward and backward kernels
+over 16 configs each for every new (D, W, dtype): about half a minute per shape on a cold Triton cache,
+which is what kept the quick set from finishing in 150 s (H100, 2026-11-25); --quick therefore narrows
+its autotuning to FLA_QUICK_CONFIGS (say so beside its numbers) unless --fla-full-autotune is given.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,6 +41,29 @@ SHAPES = [
     ("bf16", "fp32", 4, 4096, 4096, 8), ("bf16", "fp32", 4, 4096, 4096, 6),
 ]
 QUICK = [0, 1, 2, 4, 10]
+# --quick: the fla configs (block of channels BD, warps) its autotuning may choose from.
+FLA_QUICK_CONFIGS = {(64, 4), (64, 8), (128, 4), (128, 8)}
+
+
+def narrow_fla_autotune(keep) -> str:
+    """Restrict fla's conv forward/backward autotuners to the (BD, num_warps) pairs in keep; a note."""
+    try:
+        from fla.modules.causal_conv1d import ops
+    except Exception as e:  # noqa: BLE001 - fla missing: nothing to narrow
+        return f"fla autotune not narrowed: {type(e).__name__}"
+    notes = []
+    for name in ("causal_conv1d_fwd_kernel", "causal_conv1d_bwd_kernel"):
+        k, depth = getattr(ops, name, None), 0
+        while k is not None and not hasattr(k, "configs") and depth < 5:  # through triton.heuristics wrappers
+            k, depth = getattr(k, "fn", None), depth + 1
+        if k is None or not hasattr(k, "configs"):
+            notes.append(f"{name}: no autotuner found")
+            continue
+        kept = [c for c in k.configs if (c.kwargs.get("BD"), c.num_warps) in keep]
+        if kept:
+            notes.append(f"{name}: {len(kept)} of {len(k.configs)} configs")
+            k.configs = kept
+    return "fla autotune narrowed (--quick): " + ", ".join(notes)
 
 
 def impls(dao, fla):
@@ -67,11 +97,17 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="five shapes only")
     p.add_argument("--out", type=Path, help="the run's JSON")
+    p.add_argument("--fla-full-autotune", action="store_true", help="with --quick: all of fla's autotune configs")
     args = p.parse_args(argv)
     need_cuda("bench_conv_bwd")
+    t_start = time.perf_counter()
     dao, fla, notes = load_peers(REPO / ".peers")
-    print("\n".join(notes), file=sys.stderr)
+    if fla is not None and args.quick and not args.fla_full_autotune:
+        notes.append(narrow_fla_autotune(FLA_QUICK_CONFIGS))
+    print("\n".join(notes), flush=True)
     copy = copy_tbps(graph_time_us)
+    print(f"copy {copy:.2f} TB/s; backward µs (of copy), fwd+bwd µs, first calls s (compiles, autotuning)",
+          flush=True)
     rows = []
     for xd, wd, B, D, L, W in [SHAPES[i] for i in QUICK] if args.quick else SHAPES:
         for layout in ("contiguous", "cl"):
@@ -82,15 +118,21 @@ def main(argv=None):
             b = torch.randn(D, device="cuda", dtype=DTYPES[wd]).requires_grad_()
             dout = torch.randn_like(x)
             for name, fn in impls(dao, fla).items():
+                t0 = time.perf_counter()
                 t = step_times(fn, x, w, b, dout)
                 row = {"op": "bwd", "impl": name, "x_dtype": xd, "w_dtype": wd, "shape": [B, D, L], "width": W,
                        "layout": layout}
                 if isinstance(t, str):
                     rows.append({**row, "error": t})
-                    continue
-                bwd = max(t[1] - t[0], 1e-3)
-                rows.append({**row, "fwd_us": t[0], "fwd_bwd_us": t[1], "bwd_us": bwd,
-                             "bwd_vs_copy": 3 * x.numel() * x.element_size() / bwd / 1e6 / copy})
+                else:
+                    bwd = max(t[1] - t[0], 1e-3)
+                    rows.append({**row, "fwd_us": t[0], "fwd_bwd_us": t[1], "bwd_us": bwd,
+                                 "bwd_vs_copy": 3 * x.numel() * x.element_size() / bwd / 1e6 / copy})
+                r = rows[-1]
+                print(f"  {xd}/{wd} {B}x{D}x{L} W={W} {layout:10s} {name:10s} "
+                      + (r["error"] if "error" in r else
+                         f"bwd {r['bwd_us']:8.1f} ({r['bwd_vs_copy']:.2f})  fwd+bwd {r['fwd_bwd_us']:8.1f}")
+                      + f"  [{time.perf_counter() - t0:.1f} s; t={time.perf_counter() - t_start:.0f} s]", flush=True)
     print(table(rows, copy))
     write_run(args.out, torch.cuda.get_device_name(), torch.__version__, rows, copy_tbps=copy)
 

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <type_traits>
 
@@ -97,6 +98,9 @@ __device__ __forceinline__ void copy_async_wait() {
 // ---- the walk --------------------------------------------------------------------------------------
 
 constexpr int staged_min_blocks(int w, bool seq) {
+#ifdef AITER_LITE_BWD_CL_STAGED_6  // A/B (bench/lab/conv_bwd): 6 blocks (80 registers) at W = 3, 4 without seq_idx
+  if (!seq && (w == 3 || w == 4)) return 6;
+#endif
   return w <= 1 ? (seq ? 7 : 8) : (w <= 2 ? 6 : (w <= 3 ? 5 : (w <= 4 ? (seq ? 4 : 5) : (w <= 6 ? (seq ? 3 : 4) : 3))));
 }
 
@@ -147,6 +151,24 @@ struct BwdChannelLastArgs {
 __device__ __forceinline__ int32_t clamp32(int64_t v) {
   constexpr int64_t kLim = int64_t{1} << 30;
   return static_cast<int32_t>(v < -kLim ? -kLim : (v > kLim ? kLim : v));
+}
+
+// A lane's kV elements as fp32. bf16 pairs unpack with one shift and one mask (the generic conversion
+// spends a byte permute and a shift on the high half).
+template <typename T, int kV>
+__device__ __forceinline__ void unpack(const Vec<T, kV>& v, float (&out)[kV]) {
+  if constexpr (std::is_same_v<T, bfloat16_t> && kV % 2 == 0) {
+#pragma unroll
+    for (int c = 0; c < kV; c += 2) {
+      uint32_t u;
+      memcpy(&u, &v.elt[c], 4);
+      out[c] = __uint_as_float(u << 16);
+      out[c + 1] = __uint_as_float(u & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int c = 0; c < kV; ++c) out[c] = to_float(v.elt[c]);
+  }
 }
 
 // One thread's walk over a chunk: weights, windows, and the dweight/dbias sums of its channels. Steps are
@@ -229,22 +251,26 @@ struct ChannelLastWalk {
   }
 
   // Step rel = t - t0 (0 <= rel < n_sums + kHalo): x[t], dout[t] (anything past the row end) and seq_idx[t].
-  // kInterior: the caller knows that rel < n_sums, s_first <= s, s_zero <= s and s < n_final (no checks).
-  template <bool kInterior = false>
+  // kInterior: the caller knows that rel < n_sums, s_first <= s, s_zero <= s, s < n_final, that the lane
+  // is active and dx is wanted, and passes dx_at = the address of dx[t0 + s] (no checks, no index math).
+  // kAct: 1 SiLU, 0 none, -1 a.silu decides (a branch per channel, which also splits the step's code).
+  template <bool kInterior = false, int kAct = -1>
   __device__ __forceinline__ void step(const BwdChannelLastArgs& a, int32_t rel, const vec_t& xv, const vec_t& gv,
-                                       int32_t seq) {
+                                       int32_t seq, T* dx_at = nullptr) {
     sw[kHalo] = Ktraits::kSeq ? seq : 0;
-    float xc[kV], dp[kV];
+    float xc[kV], dp[kV], gc[kV];
+    unpack(xv, xc);
+    unpack(gv, gc);
 #pragma unroll
     for (int c = 0; c < kV; ++c) {
-      xc[c] = to_float(xv.elt[c]);
       float pre = fmaf(w[c][kHalo], xc[c], bias[c]);
 #pragma unroll
       for (int j = 0; j < kHalo; ++j) {
         const bool same = !Ktraits::kSeq || sw[j] == sw[kHalo];
         pre = fmaf(w[c][j], same ? xw[j][c] : 0.f, pre);
       }
-      dp[c] = kInterior || rel < n_row ? act_grad(pre, to_float(gv.elt[c]), a.silu) : 0.f;
+      const bool silu = kAct < 0 ? a.silu : kAct == 1;
+      dp[c] = kInterior || rel < n_row ? act_grad(pre, gc[c], silu) : 0.f;
     }
     if (kInterior || rel < n_sums) {
 #pragma unroll
@@ -260,7 +286,7 @@ struct ChannelLastWalk {
     }
     // dx at s = t - kHalo: taps j read dpre[t - j] (dpw[kHalo - j] for j >= 1, dp for j = 0).
     const int32_t s = rel - kHalo;
-    if ((kInterior || s >= s_first) && active) {
+    if (kInterior || (s >= s_first && active)) {
       const int32_t seq_s = kHalo > 0 ? sw[0] : sw[kHalo];
       float gx[kV];
 #pragma unroll
@@ -280,11 +306,11 @@ struct ChannelLastWalk {
                                  a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
       }
       if (kInterior || s >= s_zero) {
-        if (dxp != nullptr) {
+        if (kInterior || dxp != nullptr) {
           vec_t out;
 #pragma unroll
           for (int c = 0; c < kV; ++c) out.elt[c] = from_float<T>(gx[c]);
-          out.store(dxp + static_cast<int64_t>(s) * a.dx_seq_stride);
+          out.store(kInterior ? dx_at : dxp + static_cast<int64_t>(s) * a.dx_seq_stride);
         }
       } else {  // t0 = 0 here: position s < 0 is dinit entry s + kHalo
 #pragma unroll
@@ -486,6 +512,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       const int32_t n_steps = static_cast<int32_t>(t1 - t0) + kHalo;
       const int32_t n_load = n_steps < walk.n_row ? n_steps : walk.n_row;
       const int n_stages = (n_steps + kStageRows - 1) / kStageRows;
+      // Every lane of the warp owns channels and dx is wanted (the interior steps check neither).
+      const bool lanes_full = (gb + 1) * kWarpSize <= a.n_groups && a.dx != nullptr;
       // This lane's copies: row r0 + q * kRowStep of a stage, 16-byte piece `part` of the warp's channels.
       constexpr int kRowStep = kWarpSize / kPieces;
       const int r0 = lane / kPieces, part = lane % kPieces;
@@ -530,24 +558,34 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         warp_sync();
         const int slot = k % kStages;
         const int32_t rb = k * kStageRows;
-        auto step_row = [&](auto interior, int r) {
+        auto step_row = [&](auto interior, auto act, int r, T* dx_at) {
           vec_t xv, gv;
           xv.load(reinterpret_cast<const T*>(&ring[warp][slot][0][r][lane * kGroupBytes]));
           gv.load(reinterpret_cast<const T*>(&ring[warp][slot][1][r][lane * kGroupBytes]));
-          walk.template step<decltype(interior)::value>(a, rb + r, xv, gv,
-                                                       Ktraits::kSeq ? ring_seq[warp][slot][Ktraits::kSeq ? r : 0] : 0);
+          walk.template step<decltype(interior)::value, decltype(act)::value>(
+              a, rb + r, xv, gv, Ktraits::kSeq ? ring_seq[warp][slot][Ktraits::kSeq ? r : 0] : 0, dx_at);
         };
-        // A stage clear of the chunk's ends (warp-uniform): every row is a plain step.
-        const bool interior = rb - kHalo >= walk.s_first && rb - kHalo >= walk.s_zero &&
+        // Interior rows: dx[t0 + rb + r - kHalo] through a pointer stepped by the row stride.
+        auto interior_rows = [&](auto act) {
+          T* dst = walk.dxp + static_cast<int64_t>(rb - kHalo) * a.dx_seq_stride;
+#pragma unroll
+          for (int r = 0; r < kStageRows; ++r) {
+            step_row(std::true_type{}, act, r, dst);
+            dst += a.dx_seq_stride;
+          }
+        };
+        // A stage clear of the chunk's ends, in a warp of active lanes that writes dx (all warp-uniform):
+        // every row is a plain step, straight-line code with the activation known.
+        const bool interior = lanes_full && rb - kHalo >= walk.s_first && rb - kHalo >= walk.s_zero &&
                               rb + kStageRows <= walk.n_sums &&
                               (a.st.dfinal == nullptr || rb + kStageRows - 1 - kHalo < walk.n_final);
         if (interior) {
-#pragma unroll
-          for (int r = 0; r < kStageRows; ++r) step_row(std::true_type{}, r);
+          if (a.silu) interior_rows(std::integral_constant<int, 1>{});
+          else interior_rows(std::integral_constant<int, 0>{});
         } else {
 #pragma unroll
           for (int r = 0; r < kStageRows; ++r)
-            if (rb + r < n_steps) step_row(std::false_type{}, r);
+            if (rb + r < n_steps) step_row(std::false_type{}, std::integral_constant<int, -1>{}, r, nullptr);
         }
         warp_sync();  // every lane is done with the slot before it is refilled
       }

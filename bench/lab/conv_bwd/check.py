@@ -23,10 +23,14 @@ SOURCES = ["causal_conv1d_bwd.cu", "causal_conv1d_bwd_rows.cu", "causal_conv1d_b
            "causal_conv1d_bwd_tile.cu"]
 DTYPE_ID = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 # A/B variants: module conv_bwd_shim_NAME = the base objects with SOURCE rebuilt under FLAGS (or NAME.o from
-# $PREBUILT, e.g. an earlier version's object), timed beside the base on rows of LAYOUT.
-VARIANTS = {
-    "cl_twice": ("causal_conv1d_bwd_channel_last.cu", ["-DAITER_LITE_BWD_CL_PLAN_TWICE"], "cl"),
+# $PREBUILT, e.g. an earlier version's object; FLAGS None: only from there, else left out), timed beside the
+# base on rows of LAYOUT.
+ALL_VARIANTS = {
+    "cl_main": ("causal_conv1d_bwd_channel_last.cu", None, "cl"),  # main's object before the straight-line interior
+    "cl_6blk": ("causal_conv1d_bwd_channel_last.cu", ["-DAITER_LITE_BWD_CL_STAGED_6"], "cl"),
 }
+VARIANTS = {n: v for n, v in ALL_VARIANTS.items()
+            if v[1] is not None or os.path.exists(f"{os.environ.get('PREBUILT', '')}/{n}.o")}
 
 
 def build(arch="sm_90a"):
@@ -319,6 +323,11 @@ def check(mod):
         cases.append(dict(dtype=dt, wdtype=torch.float32, B=4, D=1024, L=1001, W=4, layout="contig", check_det=True))
         cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=1024, L=1000, W=4, layout="cl", check_det=True,
                           init=True, dinit=True))
+    # the staged kernel's straight-line interior stages, SiLU off and on, every width, beside partial channel blocks
+    for W in range(1, 9):
+        for dt in (torch.bfloat16, torch.float16, torch.float32):
+            cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=136, L=1500, W=W, layout="cl", silu=W % 2 == 0,
+                              bias=W != 3))
     # seq_idx on aligned [B, D, L] rows (the rows kernel): packed short sequences (starts on every offset of a
     # vector, segments shorter than the filter), ids out of order, one or two vectors a lane, every feature
     for W in (1, 2, 3, 4, 5, 8):
@@ -357,6 +366,12 @@ def sanitize(mod):
                 ok = ok and good
                 if not good:
                     print("FAIL", dt, layout, L, W, errs)
+        # the staged channel-last kernel's interior stages (full warps of channels, no states, no seq_idx)
+        for W, silu in ((4, True), (2, False), (7, True)):
+            good, errs = run_case(mod, dt, torch.float32, 2, 128, 1000, W, "cl", silu=silu)
+            ok = ok and good
+            if not good:
+                print("FAIL", dt, "cl interior", W, silu, errs)
     torch.cuda.synchronize()
     print("sanitize calls done", "ok" if ok else "FAILED")
     return ok
@@ -397,6 +412,14 @@ def time_all(mod, peer, variants=None, quick=False):
                    (f32, f32, 16, 2048, 129, 4, ("contig", "cl"), 0)]
     rows = []
     copy_cache = {}
+    names = list(variants)
+    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac) | "
+          + " | ".join(f"{n} us (frac)" for n in names), flush=True)
+
+    def show(dt, wdt, shape, W, layout, tc, to, tdet, td, tv):  # one row, printed as soon as it is measured
+        print(f" {dt}/{wdt} | {shape} | {W} | {layout} | {tc:.1f} | {to:.1f} ({tc / to:.2f}) | {tdet:.1f} | "
+              f"{td:.1f} ({tc / td:.2f}) | " + " | ".join(f"{tv[n]:.1f} ({tc / tv[n]:.2f})" for n in names),
+              flush=True)
     for dt, wdt, B, D, L, W, layouts, n_seq in shapes:
         n = B * D * L
         esz = torch.finfo(dt).bits // 8
@@ -431,13 +454,8 @@ def time_all(mod, peer, variants=None, quick=False):
             rows.append((str(dt).replace("torch.", ""), str(wdt).replace("torch.", ""),
                          f"{B}x{D}x{L}" + (f" seq{n_seq}" if n_seq else ""), W, layout, t_copy, t_ours, t_det, t_dao,
                          t_var))
+            show(*rows[-1])
             del x, dout
-    names = list(variants)
-    print("\n x/w | BxDxL | W | layout | copy us | ours us (frac of copy) | det us | dao us (frac) | "
-          + " | ".join(f"{n} us (frac)" for n in names))
-    for dt, wdt, shape, W, layout, tc, to, tdet, td, tv in rows:
-        print(f" {dt}/{wdt} | {shape} | {W} | {layout} | {tc:.1f} | {to:.1f} ({tc / to:.2f}) | {tdet:.1f} | "
-              f"{td:.1f} ({tc / td:.2f}) | " + " | ".join(f"{tv[n]:.1f} ({tc / tv[n]:.2f})" for n in names))
     return rows
 
 
