@@ -26,8 +26,8 @@ DTYPE_ID = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 # $PREBUILT, e.g. an earlier version's object; FLAGS None: only from there, else left out), timed beside the
 # base on rows of LAYOUT.
 ALL_VARIANTS = {
-    "cl_main": ("causal_conv1d_bwd_channel_last.cu", None, "cl"),  # main's object before the straight-line interior
-    "cl_6blk": ("causal_conv1d_bwd_channel_last.cu", ["-DAITER_LITE_BWD_CL_STAGED_6"], "cl"),
+    "cl_main": ("causal_conv1d_bwd_channel_last.cu", None, "cl"),  # an earlier version's object, e.g. main's
+    "cl_prev": ("causal_conv1d_bwd_channel_last.cu", None, "cl"),  # the version before this one
 }
 VARIANTS = {n: v for n, v in ALL_VARIANTS.items()
             if v[1] is not None or os.path.exists(f"{os.environ.get('PREBUILT', '')}/{n}.o")}
