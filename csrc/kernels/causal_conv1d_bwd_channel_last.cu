@@ -494,18 +494,15 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   const int64_t L = a.seqlen;
 
   for (int64_t blk = blockIdx.x; blk < a.n_blocks; blk += gridDim.x) {
-    // Block item (b, chunk c, quad q): warp w walks channel group block gb = kChunks q + w over chunk c, so
-    // the block's warps read neighbouring 128/256-byte pieces of the same rows of channels.
-    int64_t b, c, q;
-    block_item(a, blk, b, c, q);
-    const int64_t gb = q * kChunks + warp;
+    int64_t b, cb, gb;
+    block_item(a, blk, b, cb, gb);
     const int64_t g = gb * kWarpSize + lane;
     const int64_t d0 = g * Ktraits::kV;
-    const int64_t t0 = c * a.chunk_len;
+    const int64_t t0 = (cb * kChunks + warp) * a.chunk_len;
     const int64_t t1 = t0 + a.chunk_len < L ? t0 + a.chunk_len : L;
 
     ChannelLastWalk<Ktraits> walk;
-    if (t0 < L && gb * kWarpSize < a.n_groups) {  // the whole warp: it copies together
+    if (t0 < L) {  // the whole warp: it copies together
       walk.start(a, b, d0, t0, t1, g < a.n_groups);
       // Steps rel = t - t0 < n_steps (dx of t1 - 1 is complete at step t1 - 1 + kHalo); rows below n_load
       // are copied, the rest zero-filled.
@@ -590,14 +587,17 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         warp_sync();  // every lane is done with the slot before it is refilled
       }
       copy_async_wait<0>();  // nothing in flight into the ring when the next block item starts
-      // dweight/dbias: each lane's sums go straight to partial row (b, c) (no other warp has its channels).
-      if (a.partials.rows != nullptr && g < a.n_groups) {
-        float* prow = a.partials.rows + (b * a.n_chunk_blocks + c) * a.partials.cols + g * Ktraits::kV * (Ktraits::kWidth + 1);
+    } else {
 #pragma unroll
-        for (int v = 0; v < Ktraits::kV; ++v)
+      for (int c = 0; c < Ktraits::kV; ++c)
 #pragma unroll
-          for (int j = 0; j <= Ktraits::kWidth; ++j) prow[v * (Ktraits::kWidth + 1) + j] = walk.acc[v][j];
-      }
+        for (int j = 0; j <= Ktraits::kWidth; ++j) walk.acc[c][j] = 0.f;
+    }
+    if (a.partials.rows != nullptr) {
+      // The block sums reuse the ring once every warp is done with it.
+      static_assert(sizeof(BlockSums<Ktraits>) <= sizeof(ring), "the block sums fit in the ring");
+      __syncthreads();
+      write_block_sums<Ktraits>(a, walk.acc, b, cb, g, *reinterpret_cast<BlockSums<Ktraits>*>(&ring[0][0][0][0][0]));
     }
   }
 }
@@ -635,11 +635,8 @@ void bwd_channel_last_launch(const CausalConv1dBwdParams& p, const BwdChannelLas
   a.dim = p.dim;
   a.n_groups = p.dim / kV;
   a.chunk_len = plan.chunk_len;
-  // direct: a block is kChunks chunks (its warps) of one group block; staged: one chunk of kChunks group
-  // blocks (n_chunk_blocks counts chunks, n_group_blocks quads of group blocks).
-  const int64_t group_blocks = (a.n_groups + kWarpSize - 1) / kWarpSize;
-  a.n_chunk_blocks = kStaged ? plan.n_chunks : (plan.n_chunks + Ktraits::kChunks - 1) / Ktraits::kChunks;
-  a.n_group_blocks = kStaged ? (group_blocks + Ktraits::kChunks - 1) / Ktraits::kChunks : group_blocks;
+  a.n_chunk_blocks = (plan.n_chunks + Ktraits::kChunks - 1) / Ktraits::kChunks;
+  a.n_group_blocks = (a.n_groups + kWarpSize - 1) / kWarpSize;
   a.n_blocks = p.batch * a.n_chunk_blocks * a.n_group_blocks;
   a.div_group_blocks = FastDivmod(a.n_group_blocks);
   a.div_chunk_blocks = FastDivmod(a.n_chunk_blocks);
@@ -767,7 +764,7 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
 #endif
   plan.chunk_len = (L + n_chunks - 1) / n_chunks;
   plan.n_chunks = (L + plan.chunk_len - 1) / plan.chunk_len;
-  plan.partial_rows = staged ? B * plan.n_chunks : B * ((plan.n_chunks + kClChunks - 1) / kClChunks);
+  plan.partial_rows = B * ((plan.n_chunks + kClChunks - 1) / kClChunks);
   return plan;
 }
 #endif

@@ -47,7 +47,7 @@ stamp time
 timeout "${TIME_LIMIT:-100}" python3 bench/lab/conv_bwd/check.py time --peer --quick 2>&1 | tee "$OUT/time.log" | tail -30
 if [ "${BENCH:-0}" = 1 ]; then
   stamp bench
-  timeout "${BENCH_LIMIT:-100}" python3 bench/bench_conv_bwd.py --quick --out "$OUT/bench_conv_bwd.json" > "$OUT/bench.log" 2>&1
+  timeout "${BENCH_LIMIT:-110}" python3 bench/bench_conv_bwd.py --quick --out "$OUT/bench_conv_bwd.json" > "$OUT/bench.log" 2>&1
   echo "bench rc=$?"; grep -E "^\s+(bf16|fp16|fp32)/|narrowed|^\|" "$OUT/bench.log" | tail -60
 fi
 stamp done
