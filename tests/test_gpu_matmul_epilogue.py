@@ -162,3 +162,28 @@ def test_epilogue_wgmma_layouts_without_kernel():
     assert matmul_plan(a, b, bias=bias).startswith("tensor_core")
     out = aiter_lite.matmul(a, b, bias=bias, activation="gelu_tanh")
     assert rel_error(out, matmul_ref(a, b, bias=bias, activation="gelu_tanh")) <= TOL["bf16"]
+
+
+@needs_sm90
+@pytest.mark.parametrize("case", ["bias-gelu_tanh-residual", "residual-is-out"])
+@pytest.mark.parametrize("index", [-1, 15, 21, 29])
+def test_epilogue_wgmma_several_tiles_per_cta(index, case):
+    """Several tiles per CTA (2000 x 4096: 256 tiles of 128 x 256 with an M tail), so the persistent
+    consumers carry pieces from tile to tile: config 21's and 29's deferred stores of a fused tile drain
+    during the next tile's mainloop; a residual that is out itself is read before any of it is stored."""
+    dt = torch.bfloat16
+    m, n, k = 2000, 4096, 136
+    a, b = _randn(m, k, dtype=dt), _randn(k, n, dtype=dt)
+    if case == "residual-is-out":
+        out = _randn(m, n, dtype=dt)
+        kw = dict(residual=out, activation="silu", beta=0.5)
+        ref = matmul_ref(a, b, residual=out.clone(), activation="silu", beta=0.5)
+    else:
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+        kw = dict(bias=_randn(n), activation="gelu_tanh", residual=_randn(m, n, dtype=dt), alpha=0.75)
+        ref = matmul_ref(a, b, **kw)
+    variant = "auto" if index < 0 else "wgmma"
+    plan = matmul_plan(a, b, out, variant=variant, config=index, **kw)
+    assert plan.startswith("wgmma") and (index < 0 or int(plan.split()[1]) == index), plan
+    aiter_lite.matmul(a, b, out, variant=variant, config=index, **kw)
+    assert rel_error(out, ref) <= TOL["bf16"], f"{plan} {case}"

@@ -233,10 +233,13 @@ def wgmma_has_kernel(c: MatmulTileConfig, a_k_major: bool = True, b_k_major: boo
                      epilogue: bool = False) -> bool:
     """wgmma_has_kernel in csrc/kernels/matmul_launch.h: every wgmma_16 config has kernels for a
     K-major A; an M-major A (a.t()) only with an N-major B, in the configs without clusters; the fused
-    epilogue a K-major A, either B, in the configs without clusters and deferred stores."""
+    epilogue a K-major A, either B, in the configs the planner can pick: single CTAs and 2 x 2 clusters,
+    less those another config always beats (128 x 256 without deferred stores, 128 x 192 with them)."""
     single = c.cluster_m == 1 and c.cluster_n == 1
     if epilogue:
-        return a_k_major and single and c.epilogue_overlap == 0
+        area = c.bm * c.bn
+        beaten = (area == 128 * 256 and c.epilogue_overlap == 0) or (area == 128 * 192 and c.epilogue_overlap > 0)
+        return a_k_major and c.cluster_m == c.cluster_n and not beaten
     return a_k_major or (not b_k_major and single)
 
 

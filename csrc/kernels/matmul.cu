@@ -415,8 +415,7 @@ SlicePlan plan_wgmma(const MatmulParams& p, bool probe) {
 #if defined(AITER_LITE_CUDA)
   const WgmmaBLayout b_layout = matmul_detail::wgmma_b_layout(p);
   const bool b_k_major = b_layout == WgmmaBLayout::kKMajor;
-  // A fused epilogue runs in the kEpilogue kernels (K-major A, configs without clusters or deferred
-  // stores: wgmma_has_kernel), which are built for a few configs only, to keep the build short.
+  // A fused epilogue runs in the kEpilogue kernels (K-major A; which configs: wgmma_has_kernel).
   const bool epilogue = !p.epilogue.is_identity();
   // A K-contiguous, else M-contiguous (a.t(): dB = A^T dC in a backward) where a kernel exists.
   const bool a_k_major = matmul_detail::wgmma_a_ok(p);

@@ -237,12 +237,19 @@ inline bool wgmma_a_ok(const MatmulParams& p, int64_t vec = 8) {
 // The 16-bit wgmma kernels: every config with a K-major A and either B; with an M-major A (a.t(), the
 // A^T of a backward's dB = A^T dC) only the configs without clusters and an N-major B, to keep the
 // build short (an M-major A with a K-major B runs mma.sync). With the fused epilogue: a K-major A,
-// either B, the configs without clusters and without deferred stores (calls with an epilogue on other
-// layouts run mma.sync). aiter_lite/tuning/matmul_configs.py (wgmma_has_kernel) mirrors this rule.
+// either B, in the configs the planner (wgmma_choose_config) can pick: single CTAs and the 2 x 2
+// clusters, less those another config always beats (same tile and waves, a higher rate: 14 and 27
+// lose to 21 and 29, whose stores are deferred; 22 loses to 17) and the 2-CTA M cluster (13);
+// calls with an epilogue on other layouts run mma.sync. aiter_lite/tuning/matmul_configs.py
+// (wgmma_has_kernel) mirrors this rule.
 constexpr bool wgmma_has_kernel(int config, bool a_k_major, bool b_k_major, bool epilogue = false) {
   const MatmulTileConfig& c = kMatmulConfigs[config];
   const bool single = c.cluster_m == 1 && c.cluster_n == 1;
-  if (epilogue) return a_k_major && single && c.epilogue_overlap == 0;
+  if (epilogue) {
+    const int64_t area = int64_t{c.bm} * c.bn;
+    const bool beaten = (area == 128 * 256 && c.epilogue_overlap == 0) || (area == 128 * 192 && c.epilogue_overlap > 0);
+    return a_k_major && c.cluster_m == c.cluster_n && !beaten;
+  }
   return a_k_major || (!b_k_major && single);
 }
 // M-contiguous A (a.t() of a [K, M] tensor), 16-bit kernel only (tf32 wgmma has no transpose bit).

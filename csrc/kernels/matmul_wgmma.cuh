@@ -206,7 +206,6 @@ struct WgmmaMatmulTraits {
   static_assert(kBarOffset + 1024 + 1024 == kSmemBytes, "layout disagrees with matmul_config_smem_bytes");
   static_assert(kStageWriters * kConsumers * 4 < (1 << 20), "arrival count");
   static_assert(kAKMajor || (kMulticastSize == 1 && kBM % 64 == 0), "M-major A: single CTAs, whole 64-row blocks");
-  static_assert(!kEpilogue || !kOverlapEpilogue, "the fused epilogue runs on whole tiles (wgmma_epilogue)");
   static_assert(kAColumnBlockBytes == 64 * kRowBytes, "an M-major block of 64 rows sits where 64 K-major rows would");
 };
 
@@ -221,7 +220,7 @@ struct WgmmaArgs {
   int32_t units_n, units_m, units_per_batch, total_units;
   int32_t a_batched, b_batched;  // 1: the operand's tensor map has the batch dim; 0: broadcast (coordinate 0)
   bool out_vec;                  // out rows contiguous, row/batch strides multiples of 8, pointer 16-byte aligned
-  MatmulEpilogue epi;            // 16-bit kernels built with kEpilogue only (wgmma_apply_epilogue)
+  MatmulEpilogue epi;            // 16-bit kernels built with kEpilogue only (wgmma_store_fused)
 };
 
 struct WgmmaTile {
@@ -592,87 +591,321 @@ __device__ __forceinline__ void wgmma_mainloop(float (&acc)[Traits::kMBlocks][Tr
   if (range.end > range.begin) wgmma_release<Traits>(empty0 + 8 * prev_stage, lane);
 }
 
-// The fused epilogue (MatmulEpilogue, kEpilogue kernels) on a consumer thread's accumulators of `tile`,
-// in place, in fp32 before the stores round them once: acc[mb][i] is out[row][col] with row = m0 +
-// consumer rows + 64 mb + 16 warp + lane / 4 + 8 ((i / 2) % 2), col = n0 + 8 (i / 4) + 2 (lane % 4) + i % 2
-// (wgmma.cuh). A loop over a stack copy, as in the mma.sync kernel, unrolled by kEpilogueUnroll only:
-// unrolled per accumulator the activations' code made the build many times slower, and rolled (one
-// value per iteration) each value's bias and residual loads waited in turn, which doubled the time of
-// a 4096 x 11008 x 4096 product (H100, 2026-11-25). Per iteration, all loads of its 16 values are
-// issued first (predicated, no branch between them), then the arithmetic, as apply_epilogue does it.
-// A residual that is out itself is safe: a warp's rows are read here, by the warp, before the warp
-// stores any of them.
-template <int kN, typename B>
-__device__ __forceinline__ void wgmma_epilogue_bias(float (&b)[kN], const void* bias, int64_t stride,
-                                                    const int32_t (&col)[kN], const bool (&in)[kN]) {
-#pragma unroll
-  for (int u = 0; u < kN; ++u) b[u] = in[u] ? to_float(static_cast<const B*>(bias)[col[u] * stride]) : 0.f;
-}
+// ---- the fused epilogue (kEpilogue kernels) ----------------------------------------------------------
+// act(alpha acc + bias) + beta residual (MatmulEpilogue) in fp32 on the accumulator fragment, one
+// 16 x 64 piece at a time, right where the stores convert it to 16 bits: no copy of the accumulators in
+// local memory. (A first version ran a loop over a stack copy of all of them: with shared memory
+// taking nearly all of L1, that copy lived in L2, and each value's round trip waited in turn, which
+// doubled the time of a 4096^3 product on the H100.) The loop over pieces is rolled, so that the
+// activations' code is in the kernel once: each iteration takes its piece's 32 accumulators out of
+// the fragment through a switch on the piece (compile-time register indices in every case). A piece
+// is computed in two halves of 16 values (32 columns), and the bias and residual loads of the next half
+// are issued before the current one is computed: both halves' inputs and the 128 accumulators of a
+// 64 x 256 consumer stay within its 232 registers (whole pieces double-buffered spilled).
+//
+// Per 8-column group g of a half a thread holds out[r][c], out[r][c + 1], out[r + 8][c] and
+// out[r + 8][c + 1] (r = 16 warp + lane / 4, c = 8 g + 2 (lane % 4) within the half; wgmma.cuh), so
+// it needs bias[c], bias[c + 1] (bias[2 g + 0/1], in fp32) and the residual's column pairs at rows r
+// and r + 8 (res[2 g + 0/1]: two 16-bit elements each, column c in the low half).
+struct WgmmaEpiInputs {
+  float bias[8];
+  uint32_t res[8];
+};
+
+// Per tile and thread: where the thread's residual starts and how to read it.
+template <typename T>
+struct WgmmaEpiThread {
+  const void* bias;          // bias at col0 (bias_pairs), else the bias argument as it is
+  const T* res;              // residual at (row0, col0); null: none
+  int64_t res_row, res_col;  // its strides (elements)
+  int32_t row0, col0;        // the thread's first row and column (absolute)
+  bool res_pairs;            // each column pair is one aligned 4-byte word
+  bool bias_pairs;           // interior tile, contiguous aligned bias: one load per column pair
+  bool clip;                 // the tile crosses the M or N edge: loads test their bounds
+};
 
 template <class Traits>
-__device__ __forceinline__ void wgmma_apply_epilogue(float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
-                                                     const WgmmaArgs<typename Traits::elem_t>& args,
-                                                     const WgmmaTile& tile, int consumer, int warp, int lane) {
+__device__ __forceinline__ WgmmaEpiThread<typename Traits::elem_t> wgmma_epi_thread(
+    const WgmmaArgs<typename Traits::elem_t>& args, const WgmmaTile& tile, int consumer, int warp, int lane,
+    bool interior) {
   using T = typename Traits::elem_t;
-  constexpr int kRegs = Traits::kAccRegs, kCount = Traits::kMBlocks * kRegs, kU = 16;  // kEpilogueUnroll
-  static_assert(kCount % kU == 0, "whole unrolled iterations");
   const MatmulEpilogue& e = args.epi;
-  const int32_t row0 = tile.m0 + consumer * Traits::kWgRows + 16 * warp + lane / 4;
-  const int32_t col0 = tile.n0 + 2 * (lane % 4);
-  const T* residual = static_cast<const T*>(e.residual);
-  if (residual != nullptr) residual += static_cast<int64_t>(tile.z) * e.residual_batch_stride;
-  float v[kCount];
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) v[i] = acc[i / kRegs][i % kRegs];
-#pragma unroll 1
-  for (int i0 = 0; i0 < kCount; i0 += kU) {
-    int32_t row[kU], col[kU];
-    bool in[kU];
-    float b[kU], r[kU];
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int i = i0 + u, k = i % kRegs;
-      row[u] = row0 + 64 * (i / kRegs) + 8 * ((k / 2) % 2);
-      col[u] = col0 + 8 * (k / 4) + k % 2;
-      in[u] = row[u] < args.m && col[u] < args.n;
-    }
-    if (e.bias == nullptr) {
-#pragma unroll
-      for (int u = 0; u < kU; ++u) b[u] = 0.f;
-    } else if (e.bias_dtype == DType::kFloat32) {
-      wgmma_epilogue_bias<kU, float>(b, e.bias, e.bias_stride, col, in);
-    } else if (e.bias_dtype == DType::kFloat16) {
-      wgmma_epilogue_bias<kU, half_t>(b, e.bias, e.bias_stride, col, in);
-    } else {
-      wgmma_epilogue_bias<kU, bfloat16_t>(b, e.bias, e.bias_stride, col, in);
-    }
-#pragma unroll
-    for (int u = 0; u < kU; ++u)
-      r[u] = residual != nullptr && in[u]
-                 ? to_float(residual[row[u] * e.residual_row_stride + col[u] * e.residual_col_stride])
-                 : 0.f;
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const float z = matmul_activation(e.activation, fmaf(v[i0 + u], e.alpha, b[u]));
-      v[i0 + u] = residual != nullptr ? fmaf(e.beta, r[u], z) : z;
-    }
+  WgmmaEpiThread<T> th;
+  th.row0 = tile.m0 + consumer * Traits::kWgRows + 16 * warp + lane / 4;
+  th.col0 = tile.n0 + 2 * (lane % 4);
+  th.res_row = e.residual_row_stride;
+  th.res_col = e.residual_col_stride;
+  th.res = nullptr;
+  th.res_pairs = false;
+  th.clip = !interior;
+  th.bias = e.bias;
+  const int64_t bias_bytes = e.bias_dtype == DType::kFloat32 ? 4 : 2;
+  th.bias_pairs = interior && e.bias != nullptr && e.bias_stride == 1 &&
+                  reinterpret_cast<uintptr_t>(e.bias) % (2 * bias_bytes) == 0;
+  if (th.bias_pairs) th.bias = static_cast<const char*>(e.bias) + th.col0 * bias_bytes;
+  if (e.residual != nullptr) {
+    const T* base = static_cast<const T*>(e.residual) + static_cast<int64_t>(tile.z) * e.residual_batch_stride;
+    th.res = base + th.row0 * th.res_row + th.col0 * th.res_col;
+    th.res_pairs = interior && th.res_col == 1 && th.res_row % 2 == 0 && reinterpret_cast<uintptr_t>(th.res) % 4 == 0;
   }
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) acc[i / kRegs][i % kRegs] = v[i];
+  return th;
 }
 
+template <typename B>
+__device__ __forceinline__ void wgmma_epi_load_bias(float (&b)[8], const void* bias, int64_t stride, int32_t c0,
+                                                    int32_t n, bool clip) {
+#pragma unroll
+  for (int u = 0; u < 8; ++u) {
+    const int32_t c = c0 + 8 * (u / 2) + u % 2;
+    b[u] = !clip || c < n ? to_float(static_cast<const B*>(bias)[c * stride]) : 0.f;
+  }
+}
+
+// Issues the bias and residual loads of half `half` of step q (m64 block q / kPieces, piece q % kPieces).
+template <class Traits>
+__device__ __forceinline__ void wgmma_epi_load(WgmmaEpiInputs& in, const WgmmaArgs<typename Traits::elem_t>& args,
+                                               const WgmmaEpiThread<typename Traits::elem_t>& th, int q, int half) {
+  using T = typename Traits::elem_t;
+  constexpr int kPieces = Traits::kBN / 64;
+  const MatmulEpilogue& e = args.epi;
+  const int mb = q / kPieces, piece = q % kPieces;
+  const int32_t c0 = th.col0 + 64 * piece + 32 * half;
+  if (th.bias_pairs) {
+    const int off = 64 * piece + 32 * half;  // elements from the thread's first column
+    if (e.bias_dtype == DType::kFloat32) {
+#pragma unroll
+      for (int g = 0; g < 4; ++g) {
+        const float2 v = *(reinterpret_cast<const float2*>(static_cast<const float*>(th.bias) + off + 8 * g));
+        in.bias[2 * g] = v.x;
+        in.bias[2 * g + 1] = v.y;
+      }
+    } else {
+#pragma unroll
+      for (int g = 0; g < 4; ++g) {
+        const uint32_t w = *(reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(th.bias) + off + 8 * g));
+        const bool f16 = e.bias_dtype == DType::kFloat16;
+        in.bias[2 * g] = f16 ? bits16_to_float<half_t>(w & 0xffffu) : bits16_to_float<bfloat16_t>(w & 0xffffu);
+        in.bias[2 * g + 1] = f16 ? bits16_to_float<half_t>(w >> 16) : bits16_to_float<bfloat16_t>(w >> 16);
+      }
+    }
+  } else if (e.bias == nullptr) {
+#pragma unroll
+    for (int u = 0; u < 8; ++u) in.bias[u] = 0.f;
+  } else if (e.bias_dtype == DType::kFloat32) {
+    wgmma_epi_load_bias<float>(in.bias, e.bias, e.bias_stride, c0, args.n, th.clip);
+  } else if (e.bias_dtype == DType::kFloat16) {
+    wgmma_epi_load_bias<half_t>(in.bias, e.bias, e.bias_stride, c0, args.n, th.clip);
+  } else {
+    wgmma_epi_load_bias<bfloat16_t>(in.bias, e.bias, e.bias_stride, c0, args.n, th.clip);
+  }
+  if (th.res == nullptr) return;
+  const T* base = th.res + (64 * mb) * th.res_row + (64 * piece + 32 * half) * th.res_col;
+  if (th.res_pairs) {
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+      in.res[u] = *reinterpret_cast<const uint32_t*>(base + (8 * (u % 2)) * th.res_row + 8 * (u / 2));
+    return;
+  }
+  const int32_t r0 = th.row0 + 64 * mb;
+#pragma unroll
+  for (int u = 0; u < 8; ++u) {
+    uint32_t w = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int32_t r = r0 + 8 * (u % 2), c = c0 + 8 * (u / 2) + h;
+      if (!th.clip || (r < args.m && c < args.n))
+        w |= static_cast<uint32_t>(bits16(base[(8 * (u % 2)) * th.res_row + (8 * (u / 2) + h) * th.res_col]))
+             << (16 * h);
+    }
+    in.res[u] = w;
+  }
+}
+
+// The activations of matmul_activation (matmul_epilogue_math.h) on the device, chosen at compile time.
+// The sigmoid forms use the hardware exp2 and reciprocal (relative error about 1e-6, far below the
+// output's rounding to 16 bits; one instruction each, flushing subnormals, which the sigmoid's 1 + e
+// never is): gelu_tanh 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), silu x / (1 + exp(-x)). For x -> -inf
+// the exp overflows to inf and its reciprocal to 0: 0 as in torch (NaN only for x = -inf itself).
+__device__ __forceinline__ float wgmma_ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float wgmma_rcp_ftz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <MatmulActivation kAct>
+__device__ __forceinline__ float wgmma_activation(float x) {
+  if constexpr (kAct == MatmulActivation::kRelu) {
+    return fmaxf(x, 0.f);
+  } else if constexpr (kAct == MatmulActivation::kGeluErf) {
+    return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+  } else if constexpr (kAct == MatmulActivation::kGeluTanh) {
+    // -2u log2(e) = x (a + b x^2) with u = sqrt(2/pi) (x + 0.044715 x^3)
+    const float t = x * fmaf(-0.10294324f, x * x, -2.3022082f);
+    return x * wgmma_rcp_ftz(1.f + wgmma_ex2_ftz(t));
+  } else if constexpr (kAct == MatmulActivation::kSilu) {
+    return x * wgmma_rcp_ftz(1.f + wgmma_ex2_ftz(x * -1.4426950408889634f));
+  } else {
+    return x;
+  }
+}
+
+// a[v]: accumulator 32 piece + 16 half + v of the step's m64 block (group v / 4 of the half).
+template <MatmulActivation kAct, typename T>
+__device__ __forceinline__ void wgmma_epi_math(float (&a)[16], const MatmulEpilogue& e, const WgmmaEpiInputs& in,
+                                               bool has_res) {
+  const float alpha = e.alpha, beta = e.beta;
+#pragma unroll
+  for (int v = 0; v < 16; ++v) {
+    const int g = v / 4, i = v % 4;  // group g of the piece; (row r + 8 (i / 2), column c + i % 2)
+    float x = wgmma_activation<kAct>(fmaf(a[v], alpha, in.bias[2 * g + i % 2]));
+    if (has_res) x = fmaf(beta, bits16_to_float<T>((in.res[2 * g + i / 2] >> (16 * (i % 2))) & 0xffffu), x);
+    a[v] = x;
+  }
+}
+
+// The 16 accumulators of half `kHalf` of step q, by a switch whose every case reads fixed registers.
+template <class Traits, int kHalf, int kQ = 0>
+__device__ __forceinline__ void wgmma_take_half(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs], int q,
+                                                float (&a)[16]) {
+  constexpr int kPieces = Traits::kBN / 64;
+  if constexpr (kQ < Traits::kMBlocks * kPieces) {
+    if (q == kQ) {
+#pragma unroll
+      for (int v = 0; v < 16; ++v) a[v] = acc[kQ / kPieces][32 * (kQ % kPieces) + 16 * kHalf + v];
+    } else {
+      wgmma_take_half<Traits, kHalf, kQ + 1>(acc, q, a);
+    }
+  }
+}
+
+// stmatrix of one half piece (column groups 4 kHalf .. 4 kHalf + 3 of the slot), as wgmma_stage_piece.
+template <class Traits, int kHalf>
+__device__ __forceinline__ void wgmma_stage_half(const float (&a)[16], int lane, uint32_t slot) {
+  using T = typename Traits::elem_t;
+  const int st_row = ((lane / 8) % 2) * 8 + lane % 8, st_group = lane / 16;
+  const uint32_t st_addr = slot + st_row * 128;
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    const int group = 4 * kHalf + 2 * p + st_group;
+    const float* v = &a[8 * p];
+    sm90::stmatrix_x4(st_addr + ((group ^ (st_row % 8)) << 4), pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]),
+                      pack2<T>(v[4], v[5]), pack2<T>(v[6], v[7]));
+  }
+}
+
+// Half kHalf of step q: its values out of the fragment, the epilogue (the activation chosen per call:
+// a uniform branch), stmatrix into the warp's slot.
+template <class Traits, int kHalf>
+__device__ __forceinline__ void wgmma_fused_half(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+                                                 const MatmulEpilogue& e, const WgmmaEpiInputs& in, bool has_res,
+                                                 int q, int lane, uint32_t buf) {
+  using T = typename Traits::elem_t;
+  float a[16];
+  wgmma_take_half<Traits, kHalf>(acc, q, a);
+  switch (e.activation) {
+    case MatmulActivation::kRelu: wgmma_epi_math<MatmulActivation::kRelu, T>(a, e, in, has_res); break;
+    case MatmulActivation::kGeluErf: wgmma_epi_math<MatmulActivation::kGeluErf, T>(a, e, in, has_res); break;
+    case MatmulActivation::kGeluTanh: wgmma_epi_math<MatmulActivation::kGeluTanh, T>(a, e, in, has_res); break;
+    case MatmulActivation::kSilu: wgmma_epi_math<MatmulActivation::kSilu, T>(a, e, in, has_res); break;
+    default: wgmma_epi_math<MatmulActivation::kNone, T>(a, e, in, has_res); break;
+  }
+  wgmma_stage_half<Traits, kHalf>(a, lane, buf);
+}
+
+// The whole tile through the fused epilogue. Pieces below kFirstDeferred go through the warp's slot 0
+// (buf) and are stored at once; with deferred stores (wgmma_consumer_overlap) the last pieces are only
+// staged, piece kFirstDeferred + d into slot d (buf + d * 2 KB), and stored during the next tile's
+// mainloop, as without the fused epilogue. A residual that is out itself is safe: a piece's residual
+// is in registers before the piece is stored, and pieces and warps' rows are disjoint.
+template <class Traits, int kFirstDeferred = Traits::kBN / 64>
+__device__ __forceinline__ void wgmma_store_fused(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+                                                  const WgmmaArgs<typename Traits::elem_t>& args,
+                                                  const WgmmaTile& tile, int consumer, int warp, int lane,
+                                                  uint32_t buf, bool interior) {
+  using T = typename Traits::elem_t;
+  constexpr int kPieces = Traits::kBN / 64, kSteps = Traits::kMBlocks * kPieces;
+  const MatmulEpilogue& e = args.epi;
+  const auto th = wgmma_epi_thread<Traits>(args, tile, consumer, warp, lane, interior);
+  const bool has_res = th.res != nullptr;
+  WgmmaEpiInputs in, next;
+  wgmma_epi_load<Traits>(in, args, th, 0, 0);
+#pragma unroll 1
+  for (int q = 0; q < kSteps; ++q) {
+    const int mb = q / kPieces, piece = q % kPieces;
+    const bool deferred = kFirstDeferred < kPieces && piece >= kFirstDeferred;
+    const uint32_t slot = deferred ? buf + (piece - kFirstDeferred) * kMatmulWgmmaEpilogueBytesPerWarp : buf;
+    // Ping-pong: half 0 reads `in` while half 1's loads go to `next`; half 1 reads `next` while the
+    // next step's half 0 loads go to `in` (no copies between the two).
+    wgmma_epi_load<Traits>(next, args, th, q, 1);
+    wgmma_fused_half<Traits, 0>(acc, e, in, has_res, q, lane, slot);
+    if (q + 1 < kSteps) wgmma_epi_load<Traits>(in, args, th, q + 1, 0);
+    wgmma_fused_half<Traits, 1>(acc, e, next, has_res, q, lane, slot);
+    __syncwarp();
+    if (deferred) continue;  // wgmma_consumer_overlap stores it later
+    if (interior)
+      wgmma_flush_piece<Traits, false>(args, tile, consumer, warp, lane, mb, piece, buf);
+    else
+      wgmma_flush_piece<Traits, true>(args, tile, consumer, warp, lane, mb, piece, buf);
+    __syncwarp();  // the next piece's stmatrix overwrites the buffer
+  }
+}
+
+// kEpilogue kernels, at the start of a tile's mainloop: asks L2 for the tile's residual rows and bias
+// slice, so that the epilogue's loads (wgmma_epi_load, issued only half a piece ahead) find them there
+// rather than in DRAM. Per consumer warp: its 16 rows of each m64 block, lane l taking row l % 16 and
+// half l / 16 of the tile's columns, one prefetch per 128 bytes; warp 0 of consumer 0 the bias.
+// Contiguous rows and bias only (other layouts are simply not prefetched); nothing past M or N.
+template <class Traits>
+__device__ __forceinline__ void wgmma_epi_prefetch(const WgmmaArgs<typename Traits::elem_t>& args,
+                                                   const WgmmaTile& tile, int consumer) {
+  if constexpr (Traits::kEpilogue) {
+    using T = typename Traits::elem_t;
+    const MatmulEpilogue& e = args.epi;
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    constexpr int kHalfCols = Traits::kBN / 2, kLineElems = 128 / static_cast<int>(sizeof(T));
+    if (e.residual != nullptr && e.residual_col_stride == 1) {
+      const int32_t col = tile.n0 + (lane / 16) * kHalfCols;
+      const T* base = static_cast<const T*>(e.residual) + static_cast<int64_t>(tile.z) * e.residual_batch_stride;
+#pragma unroll
+      for (int mb = 0; mb < Traits::kMBlocks; ++mb) {
+        const int32_t row = tile.m0 + consumer * Traits::kWgRows + 64 * mb + 16 * warp + lane % 16;
+        if (row >= args.m) continue;
+        const T* p = base + row * e.residual_row_stride + col;
+#pragma unroll
+        for (int c = 0; c < kHalfCols; c += kLineElems)
+          if (col + c < args.n) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + c));
+      }
+    }
+    if (e.bias != nullptr && e.bias_stride == 1 && consumer == 0 && warp == 0) {
+      const int64_t bytes = e.bias_dtype == DType::kFloat32 ? 4 : 2;
+      const int32_t col = tile.n0 + lane * static_cast<int32_t>(128 / bytes);
+      if (lane * 128 < Traits::kBN * bytes && col < args.n)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(e.bias) + col * bytes));
+    }
+  }
+}
+
+// The tile's epilogue: the fused one in kEpilogue kernels, else the plain stores.
 template <class Traits, int kPiece0 = 0, int kPiece1 = Traits::kBN / 64>
 __device__ __forceinline__ void wgmma_epilogue(float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
                                                const WgmmaArgs<typename Traits::elem_t>& args, const WgmmaTile& tile,
                                                uint32_t smem, int consumer) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-  if constexpr (Traits::kEpilogue) wgmma_apply_epilogue<Traits>(acc, args, tile, consumer, warp, lane);
   const uint32_t epi_buf = smem + Traits::kEpiOffset + (consumer * 4 + warp) * Traits::kEpiWarpBytes;
   const bool interior = tile.m0 + Traits::kBM <= args.m && tile.n0 + Traits::kBN <= args.n;
-  if (interior)
+  if constexpr (Traits::kEpilogue) {
+    static_assert(kPiece0 == 0 && kPiece1 == Traits::kBN / 64, "the fused epilogue stores whole tiles");
+    wgmma_store_fused<Traits>(acc, args, tile, consumer, warp, lane, epi_buf, interior);
+  } else if (interior) {
     wgmma_store<Traits, false, kPiece0, kPiece1>(acc, args, tile, consumer, warp, lane, epi_buf);
-  else
+  } else {
     wgmma_store<Traits, true, kPiece0, kPiece1>(acc, args, tile, consumer, warp, lane, epi_buf);
+  }
 }
 
 // Timeline experiment (matmul_wgmma_timeline.cuh): stamps the moment the next tile's first k-tile
@@ -711,6 +944,7 @@ __device__ __forceinline__ void wgmma_consumer(const WgmmaArgs<typename Traits::
   for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step, ++tile_no) {
     const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
     wgmma_timeline_data<Traits>(smem, stage, phase, consumer, tile_no);
+    wgmma_epi_prefetch<Traits>(args, tile, consumer);
     wgmma_mainloop<Traits>(acc, smem, consumer, lane, range, stage, phase);
     wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kMainloopDone);
     // Epilogue. The producer is already filling the ring with the next tile's k-tiles meanwhile.
@@ -771,14 +1005,21 @@ __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename 
   int tile_no = 0;  // for the timeline experiment only
   for (int32_t unit = first_unit; unit < args.total_units; unit += unit_step, ++tile_no) {
     wgmma_timeline_data<Traits>(smem, stage, phase, consumer, tile_no);
+    if constexpr (Traits::kEpilogue) wgmma_epi_prefetch<Traits>(args, wgmma_tile<Traits>(unit, args, rank), consumer);
     wgmma_mainloop<Traits>(acc, smem, consumer, lane, range, stage, phase, flush);
     wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kMainloopDone);
     flush();  // a tile of one k-tile never ran the hook
     const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
-    if constexpr (kFirstDeferred > 0) wgmma_epilogue<Traits, 0, kFirstDeferred>(acc, args, tile, smem, consumer);
+    if constexpr (Traits::kEpilogue) {
+      // The fused epilogue on every piece; the last kDeferred are only staged into the slots.
+      const bool interior = tile.m0 + Traits::kBM <= args.m && tile.n0 + Traits::kBN <= args.n;
+      wgmma_store_fused<Traits, kFirstDeferred>(acc, args, tile, consumer, warp, lane, slots, interior);
+    } else {
+      if constexpr (kFirstDeferred > 0) wgmma_epilogue<Traits, 0, kFirstDeferred>(acc, args, tile, smem, consumer);
 #pragma unroll
-    for (int d = 0; d < kDeferred; ++d)
-      wgmma_stage_piece<Traits>(acc, 0, kFirstDeferred + d, lane, slots + d * 2048);
+      for (int d = 0; d < kDeferred; ++d)
+        wgmma_stage_piece<Traits>(acc, 0, kFirstDeferred + d, lane, slots + d * 2048);
+    }
     __syncwarp();  // the slots are written before any lane reads them back (in flush)
     held_unit = unit;
     if (unit + unit_step >= args.total_units) flush();  // the CTA's last tile: nothing to overlap with
@@ -800,6 +1041,7 @@ __device__ __forceinline__ void wgmma_consumer_split(const WgmmaArgs<typename Tr
   const bool active = unit < args.total_units;  // always, with the launcher's grid of one cluster per unit
   const WgmmaTile tile = wgmma_tile<Traits>(unit, args, rank);
   if (active) {
+    if (rank == 0) wgmma_epi_prefetch<Traits>(args, tile, consumer);
     int stage = 0;
     uint32_t phase = 0;
     wgmma_mainloop<Traits>(acc, smem, consumer, lane, wgmma_k_range<Traits>(args.k_tiles, rank), stage, phase);
