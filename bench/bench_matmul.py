@@ -7,9 +7,8 @@ Medians of do_bench (CUDA events, L2 flushed), both writing into a preallocated 
     python bench/bench_matmul.py --epilogue --backward --odd --host    # issue 21: tables only, no JSON
 
 --variants: the kernel variants timed for fp16/bf16 (fp32 and tf32 run auto). --rounds: cuBLAS and each
-variant in interleaved rounds, medians (slow clock and power drifts hit both alike). Then, unless
---no-configs, every config of the table on CONFIG_SHAPES (or --shapes) in its path's dtype (narrowed by the
---sweep-* options). The Hopper issue's shapes and targets: bench/lab/matmul_issue6.py. Issue 21:
+variant in interleaved rounds, medians (slow clock and power drifts hit both alike). Every config of the
+table timed, and the Hopper issue's targets: bench/lab/matmul_configs.py. Issue 21:
 --epilogue (bias+gelu_tanh, bias+relu+residual vs torch.addmm + F.gelu and torch._addmm_activation),
 --backward (a Linear-like layer's forward+backward vs torch), --odd (odd and skinny shapes vs cuBLAS and
 copy bandwidth), --host (host time per tiny call).
@@ -33,12 +32,7 @@ import torch.nn.functional as F  # noqa: E402
 SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 3000, 3000),
           (4096, 11008, 4096), (8192, 1024, 8192), (128, 8192, 8192), (16, 4096, 4096)]
 QUICK_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (128, 8192, 8192)]
-CONFIG_SHAPES = [(4096, 4096, 4096), (2048, 2048, 2048), (8192, 1024, 8192), (128, 8192, 8192)]
 MODES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "tf32": torch.float32}
-PATH_MODE = {"simt": "fp32", "tensor_core_16": "fp16", "tensor_core_tf32": "tf32", "wgmma_16": "bf16",
-             "wgmma_tf32": "tf32"}
-PATH_VARIANT = {"simt": "tiled", "tensor_core_16": "tensor_core", "tensor_core_tf32": "tensor_core",
-                "wgmma_16": "wgmma", "wgmma_tf32": "wgmma"}
 # Issue 21's shapes.
 LLM_SHAPES = [(4096, 11008, 4096), (4096, 4096, 4096), (4096, 4096, 11008), (1024, 14336, 4096),
               (8192, 4096, 4096), (2048, 32000, 4096)]
@@ -62,21 +56,17 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer shapes and shorter timing")
     p.add_argument("--out", type=Path, help="the run's JSON")
-    p.add_argument("--no-configs", action="store_true", help="skip the per-config sweep")
     p.add_argument("--variants", default="auto", help="aiter_lite variants timed for fp16/bf16 (default auto)")
     p.add_argument("--dtypes", help="subset of fp16,bf16,fp32,tf32")
-    p.add_argument("--shapes", help="MxNxK,...: replaces the shapes of the table and of the sweep")
+    p.add_argument("--shapes", help="MxNxK,...: replaces the shapes of the table")
     p.add_argument("--rounds", type=int, default=1, help="interleaved rounds of cuBLAS and each variant")
-    p.add_argument("--sweep-path", choices=sorted(PATH_MODE), help="per-config sweep: only this path's configs")
-    p.add_argument("--sweep-dtypes", help="per-config sweep of the 16-bit paths: fp16,bf16 (default: the path's)")
-    p.add_argument("--sweep-rep-ms", type=float, help="per-config sweep: do_bench rep (ms)")
     for flag, what in (("epilogue", "fused epilogues vs cuBLAS + torch ops"), ("backward", "forward + backward vs "
                        "torch"), ("odd", "odd and skinny shapes"), ("host", "host time per tiny call")):
         p.add_argument(f"--{flag}", action="store_true", help=f"issue 21: {what}")
     return p
 
 
-def parse_args(argv=None, p=None, default_modes=tuple(MODES)):
+def parse_args(argv=None, p=None):
     p = p or parser()
     args = p.parse_args(argv)
     from aiter_lite.ops.matmul import VARIANTS
@@ -84,8 +74,7 @@ def parse_args(argv=None, p=None, default_modes=tuple(MODES)):
 
     try:
         args.shape_list = parse_shapes(args.shapes) if args.shapes else None
-        args.modes = dtype_names(args.dtypes, allowed=MODES) if args.dtypes else list(default_modes)
-        args.sweep_dtype_list = dtype_names(args.sweep_dtypes, allowed=("fp16", "bf16")) if args.sweep_dtypes else None
+        args.modes = dtype_names(args.dtypes, allowed=MODES) if args.dtypes else list(MODES)
     except (ValueError, argparse.ArgumentTypeError) as e:
         p.error(str(e))
     if args.rounds < 1:
@@ -103,48 +92,46 @@ def main(argv=None) -> int:
     if args.epilogue or args.backward or args.odd or args.host:
         return issue21(args)
     shapes = args.shape_list or (QUICK_SHAPES if args.quick else SHAPES)
-    sweep = None if args.no_configs else args.shape_list or (CONFIG_SHAPES[:1] if args.quick else CONFIG_SHAPES)
-    records = run(args, lambda mode: shapes, sweep)
+    records = run(args, lambda mode: shapes)
     write_run(args.out, torch.cuda.get_device_name(), torch.__version__, records)
     print("\n" + markdown_tables(records))
     return 0
 
 
-def run(args, shapes_of_mode, sweep_shapes) -> list:
-    """The table (cuBLAS and each variant on shapes_of_mode(mode)), then the per-config sweep on
-    sweep_shapes (None: none); the records."""
+def make_inputs(gen, m: int, n: int, k: int, dtype):
+    a = torch.randn(m, k, device="cuda", generator=gen, dtype=torch.float32).to(dtype)
+    b = torch.randn(k, n, device="cuda", generator=gen, dtype=torch.float32).to(dtype)
+    return a, b, torch.empty(m, n, device="cuda", dtype=dtype)
+
+
+def add_record(records, m, n, k, mode, impl, config, ms, variant=None, kernel=None) -> None:
+    rec = {"M": m, "N": n, "K": k, "dtype": mode, "impl": impl, "config": config, "us": round(ms * 1e3, 2),
+           "tflops": round(tflops(m, n, k, ms), 2)}
+    if variant is not None:
+        rec["variant"] = variant
+    if kernel is not None:
+        rec.update(kernel=kernel, config_resolved=int(kernel.split()[1]))
+    records.append(rec)
+    print(f"  {m}x{n}x{k} {mode:4s} {impl if kernel is None else f'{variant}: {kernel}':24s} cfg {config:2d}: "
+          f"{rec['us']:10.1f} us {rec['tflops']:7.1f} TFLOP/s", flush=True)
+
+
+def run(args, shapes_of_mode) -> list:
+    """cuBLAS and each variant's default on shapes_of_mode(mode) for every mode; the records."""
     import aiter_lite
     from aiter_lite.ops.matmul import matmul_plan
-    from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
 
     sm90 = torch.cuda.get_device_capability() == (9, 0)
     dev = torch.cuda.get_device_name()
     records = []
     gen = torch.Generator(device="cuda").manual_seed(0)
-
-    def inputs(m, n, k, dtype):
-        a = torch.randn(m, k, device="cuda", generator=gen, dtype=torch.float32).to(dtype)
-        b = torch.randn(k, n, device="cuda", generator=gen, dtype=torch.float32).to(dtype)
-        return a, b, torch.empty(m, n, device="cuda", dtype=dtype)
-
-    def record(m, n, k, mode, impl, config, ms, variant=None, kernel=None):
-        rec = {"M": m, "N": n, "K": k, "dtype": mode, "impl": impl, "config": config, "us": round(ms * 1e3, 2),
-               "tflops": round(tflops(m, n, k, ms), 2)}
-        if variant is not None:
-            rec["variant"] = variant
-        if kernel is not None:
-            rec.update(kernel=kernel, config_resolved=int(kernel.split()[1]))
-        records.append(rec)
-        print(f"  {m}x{n}x{k} {mode:4s} {impl if kernel is None else f'{variant}: {kernel}':24s} cfg {config:2d}: "
-              f"{rec['us']:10.1f} us {rec['tflops']:7.1f} TFLOP/s", flush=True)
-
     print(f"device: {dev} ({torch.cuda.get_device_properties(0).multi_processor_count} SMs), torch "
           f"{torch.__version__}", flush=True)
     for mode in args.modes:
         tf32 = mode == "tf32"
         set_torch_tf32(tf32)
         for m, n, k in shapes_of_mode(mode):
-            a, b, c = inputs(m, n, k, MODES[mode])
+            a, b, c = make_inputs(gen, m, n, k, MODES[mode])
             torch.matmul(a, b, out=c)  # cuBLAS's first call (handle, heuristics) stays out of the timing
             timed = [("cublas", None, None, lambda: torch.matmul(a, b, out=c))]
             for variant in args.variant_list if MODES[mode] != torch.float32 else ["auto"]:
@@ -161,7 +148,7 @@ def run(args, shapes_of_mode, sweep_shapes) -> list:
                 for i, (*_, fn) in enumerate(timed):
                     per_round[i].append(bench_ms(fn, args.quick))
             for (impl, variant, kernel, _), times in zip(timed, per_round):
-                record(m, n, k, mode, impl, -1, statistics.median(times), variant, kernel)
+                add_record(records, m, n, k, mode, impl, -1, statistics.median(times), variant, kernel)
                 if args.rounds > 1:
                     records[-1]["round_us"] = [round(t * 1e3, 2) for t in times]
                     ratios = sorted(bt / t for bt, t in zip(per_round[0], times))
@@ -170,28 +157,6 @@ def run(args, shapes_of_mode, sweep_shapes) -> list:
                               f"{', '.join(f'{r:.3f}' for r in ratios)} (median {statistics.median(ratios):.3f})")
             del a, b, c
     set_torch_tf32(False)
-
-    if sweep_shapes:
-        print("per-config sweep", flush=True)
-        cfgs = [c for c in MATMUL_CONFIGS if args.sweep_path in (None, c.path)
-                and not (PATH_VARIANT[c.path] == "wgmma" and not sm90)]
-        for m, n, k in sweep_shapes:
-            jobs = {}  # mode -> configs; a mode's inputs are made once per shape
-            for cfg in cfgs:
-                wide = args.sweep_dtype_list and cfg.path in ("wgmma_16", "tensor_core_16")
-                for mode in args.sweep_dtype_list if wide else [PATH_MODE[cfg.path]]:
-                    jobs.setdefault(mode, []).append(cfg)
-            for mode, mode_cfgs in jobs.items():
-                tf32 = mode == "tf32"
-                a, b, c = inputs(m, n, k, MODES[mode])
-                for cfg in mode_cfgs:
-                    kw = dict(allow_tf32=tf32, variant=PATH_VARIANT[cfg.path], config=cfg.index)
-                    kernel = matmul_plan(a, b, c, **kw)
-                    aiter_lite.matmul(a, b, c, **kw)  # the kernel's lazy load stays out of do_bench's estimate
-                    torch.cuda.synchronize()
-                    ms = bench_ms(lambda: aiter_lite.matmul(a, b, c, **kw), args.quick, args.sweep_rep_ms)
-                    record(m, n, k, mode, "aiter_lite", cfg.index, ms, kw["variant"], kernel)
-                del a, b, c
 
     return records
 
@@ -213,15 +178,7 @@ def markdown_tables(records) -> str:
             rows.append(["×".join(map(str, shape_of(r))), r["dtype"], r.get("variant", "auto"), f"{peer:.1f}",
                          f"{r['tflops']:.1f} ({r.get('kernel', r.get('config_resolved', -1))})",
                          f"{r['tflops'] / peer:.2f}"])
-    text = md_table(["M×N×K", "dtype", "variant", "cuBLAS TFLOP/s", "aiter_lite TFLOP/s (kernel cfg)", "ratio"], rows)
-    sweep = [r for r in records if r["config"] >= 0]
-    if sweep:
-        shapes = sorted({shape_of(r) for r in sweep}, key=lambda s: -s[0] * s[1] * s[2])
-        cells = {(r["config"], r["dtype"], shape_of(r)): f"{r['tflops']:.1f}" for r in sweep}
-        rows = [[i, dt, *(cells.get((i, dt, s), "-") for s in shapes)]
-                for i, dt in sorted({(r["config"], r["dtype"]) for r in sweep})]
-        text += "\n\n" + md_table(["config", "dtype", *("×".join(map(str, s)) for s in shapes)], rows)
-    return text
+    return md_table(["M×N×K", "dtype", "variant", "cuBLAS TFLOP/s", "aiter_lite TFLOP/s (kernel cfg)", "ratio"], rows)
 
 
 def issue21(args) -> int:

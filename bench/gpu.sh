@@ -6,7 +6,7 @@
 #   conv ARGS          bench/bench_causal_conv1d.py: forward, update and host rows beside causal-conv1d,
 #                      fla and torch (peers built once per machine from the carried .peers)
 #   conv_bwd ARGS      bench/bench_conv_bwd.py: backward and fwd+bwd (CUDA graphs) beside causal-conv1d, fla, torch
-#   matmul ARGS        bench/bench_matmul.py: against cuBLAS, the default config and per-config sweeps
+#   matmul ARGS        bench/bench_matmul.py: against cuBLAS (the default config per variant), issue 21 tables
 #   cp ARGS            bench/bench_cp_conv.py: context-parallel conv vs the plain op (torchrun on every GPU)
 #   host ARGS          bench/bench_causal_conv1d.py --host-only: where the host time of a tiny conv call goes
 #   planner ARGS       bench/plan_vs_measure.py: the tile planner's ranking against measurement

@@ -8,10 +8,9 @@ measured best beside the planner's order: its top 3, the best's rank there, how 
     python bench/plan_vs_measure.py --dry-run [--device h100]        # any machine: what would be measured
     python bench/plan_vs_measure.py --from-json PATH [--replan] [--update-docs docs/planner.md]
 
---out: the run, "records" (M, N, K, dtype, impl: cublas, aiter_lite (per config), aiter_lite_auto or
-aiter_lite_tuned (config: the tuner's pick), us, tflops, rel_err, ok) and "comparisons"; exit 1 if a
-result is off. --from-json prints the table of a run or results file again (--replan: ranked by the
-current planner), --update-docs also puts it between the PLAN VS MEASURE markers of that file.
+--out: the run's "records" (impl cublas, aiter_lite per config, aiter_lite_auto, aiter_lite_tuned) and
+"comparisons"; exit 1 if a result is off. --from-json prints a run's table again (--replan: ranked by the
+current planner; --update-docs: also between the PLAN VS MEASURE markers of that file).
 """
 from __future__ import annotations
 

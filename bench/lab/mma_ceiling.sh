@@ -22,7 +22,7 @@ echo "== tensor_core fp16 configs vs cuBLAS at 4096^3, clocks sampled (t=$((SECO
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 100 \
   > "$OUT/smi.csv" 2>/dev/null &
 smi=$!
-timeout 150 python3 bench/bench_matmul.py --shapes 4096x4096x4096 --dtypes fp16 --variants tensor_core \
+timeout 150 python3 bench/lab/matmul_configs.py --configs --shapes 4096x4096x4096 --dtypes fp16 --variants tensor_core \
   --sweep-path tensor_core_16 --sweep-dtypes fp16 --sweep-rep-ms 40 --out "$OUT/mma_sync_16.json" \
   > "$OUT/bench.txt" 2>&1
 kill $smi 2>/dev/null
