@@ -11,12 +11,12 @@ nvidia-smi -L; date -u
 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > $OUT/peers.txt 2>&1 && export PYTHONPATH=/tmp/peers/site:$PYTHONPATH
 ( time timeout 90 python3 -m aiter_lite -q build module_causal_conv1d --backend cuda ) > $OUT/build.txt 2>&1
 tail -n 3 $OUT/build.txt
-timeout 45 python3 bench/lab/conv_cl_features.py --label default 2>&1 | tee $OUT/time_default.txt
+timeout 40 python3 bench/lab/conv_cl_features.py --label default 2>&1 | tee $OUT/time_default.txt
 if [ "${LAB:-0}" = 1 ]; then
   AITER_LITE_LAB_CHUNKS=5 timeout 25 python3 bench/lab/conv_cl_features.py --no-dao --label blocks5 2>&1 | tee $OUT/time_b5.txt
   AITER_LITE_LAB_CHUNKS=off timeout 25 python3 bench/lab/conv_cl_features.py --no-dao --label staged 2>&1 | tee $OUT/time_staged.txt
 fi
-T=${TEST_S:-110}
+T=${TEST_S:-140}
 P="python3 -m pytest -q -m gpu -p no:cacheprovider"
 timeout $T $P tests/test_gpu_causal_conv1d_states.py > $OUT/tests_states.txt 2>&1 &
 timeout $T $P tests/test_gpu_causal_conv1d.py -k "not past_2_31" > $OUT/tests_plain.txt 2>&1 &

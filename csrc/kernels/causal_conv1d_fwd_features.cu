@@ -22,8 +22,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 #include <stdexcept>
 #include <type_traits>
 
@@ -254,23 +252,27 @@ void features_channel_last_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
 // ---------------------------------------------------------------------------------------------
 // chunks: rows (no varlen) with dim stride 1, 8-byte channel groups, W <= 4. The plain channel-last kernel's
 // walk (causal_conv1d_fwd.cu: same items, same chunk lengths, same bound), where the features touch only a
-// few chunks: initial states change only a chunk that starts before kHalo (its window before t = 0), and a
-// chunk whose window [t0 - kHalo, t_end) lies in one run of non-negative seq_idx is a plain chunk. Each item
-// checks its chunk's ids first (16-byte loads where the rows allow) and takes the plain walk, or the masked
-// one (ids per step, a tap reads a window entry only when it carries the output's id) where the run changes
-// or padding tokens lie. The last chunk of a row writes its final state from the window registers when
-// final_states cannot alias initial_states and state_len = W - 1 (else the finalize launch does).
+// few chunks: initial states change only the window of a chunk that starts before kHalo, and a chunk whose
+// window [t0 - kHalo, t_end) lies in one run of non-negative seq_idx is a plain chunk. Each item checks its
+// chunk's ids first and takes the plain walk, or the masked one (ids per step, a tap reads a window entry only when it
+// carries the output's id) where the run changes or padding tokens lie. After its items each thread writes the
+// final state of one (row, group) (write_final_state) when final_states cannot alias initial_states and
+// state_len = W - 1; otherwise the finalize launch does.
 
 constexpr int kChunksMaxWidth = 4;
 
-template <typename T_, int kWidth_, int kMinBlocks_ = 6>
+template <typename T_, int kWidth_, bool kIds_>
 struct FeatChunksTraits {
   using T = T_;
+  static constexpr bool kIds = kIds_;  // seq_idx given: the ids check and the masked walk exist
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(T));
   static constexpr int kThreads = 128;
-  static constexpr int kMinBlocks = kMinBlocks_;  // 6: the plain channel-last kernel's bound at W <= 4
+  // The plain channel-last kernel's bound at W <= 4 (80 registers), which the kernel without seq_idx meets
+  // without spilling; with seq_idx 16-bit W = 4 spilled 72 bytes there and takes 5 blocks (96 registers; both
+  // ran at the same speed on the H100, 2026-11-25).
+  static constexpr int kMinBlocks = kIds && sizeof(T) == 2 && kWidth == 4 ? 5 : 6;
   static constexpr int kUnroll = 4;
   static constexpr int kMinChunk = 8;
   static constexpr int kMaxChunk = 64;
@@ -283,26 +285,8 @@ struct FeatChunksTraits {
 struct FeatChunksPlan {
   int64_t n_groups, n_chunks, n_items, chunk_len;
   FastDivmod div_groups, div_chunks;
-  bool ids_vec4;    // seq_idx rows read as int4: seq stride 1, rows on 16-byte boundaries, L % 4 == 0
-  bool fuse_final;  // the last chunk of a row writes its final state
+  bool fuse_final;  // the kernel writes the final states too
 };
-
-// Whether ids [lo, hi) of row `ip` (lo >= 0) all equal `ref` (itself >= 0): the chunk is one plain run.
-template <bool kVec4>
-__device__ __forceinline__ bool ids_one_run(const FwdFeatureArgs& a, const int32_t* __restrict__ ip, int64_t lo,
-                                            int64_t hi, int32_t ref) {
-  bool same = ref >= 0;
-  if (kVec4) {
-    for (int64_t t = lo & ~int64_t{3}; t < hi; t += 4) {
-      const int4 v = *reinterpret_cast<const int4*>(ip + t);
-      same &= (t + 0 < lo || v.x == ref) && (t + 1 < lo || v.y == ref) && (t + 2 < lo || v.z == ref) &&
-              (t + 3 < lo || v.w == ref);
-    }
-  } else {
-    for (int64_t t = lo; t < hi; ++t) same &= ip[t * a.seq_idx_seq_stride] == ref;
-  }
-  return same;
-}
 
 // Work item (row, chunk, group), group fastest.
 template <typename Ktraits>
@@ -315,7 +299,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
   constexpr int kV = Ktraits::kV;
   constexpr int kUnroll = Ktraits::kUnroll;
-  const bool use_ids = a.seq_idx != nullptr;
 
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * Ktraits::kThreads + threadIdx.x; item < plan.n_items;
        item += static_cast<int64_t>(gridDim.x) * Ktraits::kThreads) {
@@ -339,23 +322,21 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (t0 + u < t_end) xv[u].load(xp + (t0 + u) * a.x_seq_stride);
-
-    Sequence s;
-    set_slot(a, b, s);
-    if (!s.active) continue;  // a padded slot: nothing written
-    const int32_t* __restrict__ ids = use_ids ? a.seq_idx + b * a.seq_idx_batch_stride : nullptr;
-    bool plain = true;
-    int32_t first_id = 0;  // seq_idx[b, 0]: the initial window carries it
-    if (use_ids) {
-      const int64_t lo = t0 - kHalo > 0 ? t0 - kHalo : 0;
-      const int32_t ref = ids[(t_end - 1) * a.seq_idx_seq_stride];
-      if (plan.ids_vec4) plain = ids_one_run<true>(a, ids, lo, t_end, ref);
-      else plain = ids_one_run<false>(a, ids, lo, t_end, ref);
-      if (t0 < kHalo) first_id = ids[0];
-    }
+    const int32_t* __restrict__ ids = Ktraits::kIds ? a.seq_idx + b * a.seq_idx_batch_stride : nullptr;
     float w[kV][kW];
     float bias[kV];
     load_weight_block<kV, kW>(w, bias, a.w, d0);
+    // seq_idx: whether the chunk's window [lo, t_end) is one run of non-negative ids.
+    bool plain = true;
+    if (Ktraits::kIds) {
+      const int64_t lo = t0 - kHalo > 0 ? t0 - kHalo : 0;
+      const int32_t ref = ids[lo * a.seq_idx_seq_stride];
+      plain = ref >= 0;
+      for (int64_t t = lo + 1; t < t_end; ++t) plain &= ids[t * a.seq_idx_seq_stride] == ref;
+    }
+    Sequence s;
+    set_slot(a, b, s);
+    if (!s.active) continue;  // a padded slot: nothing written
 
     // win[i] = input at t - kHalo + i for the next output t; before t = 0 the initial state (or zeros).
     float win[kHaloAlloc][kV];
@@ -367,7 +348,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         win[i][c] = tt >= 0 || !s.has_init ? to_float(halo[i].elt[c]) : init_at<T>(a, s.slot, d0 + c, a.state_len + tt);
     }
 
-    // The walk; kMasked: ids per step (win_id[i]: the id of win[i]), padding tokens output 0.
+    // The walk; kMasked: ids per step (win_id[i]: the id of win[i]; before t = 0 seq_idx[b, 0], which the
+    // initial window carries), padding tokens output 0.
     auto walk = [&](auto masked) {
       constexpr bool kMasked = decltype(masked)::value;
       int32_t win_id[kHaloAlloc];
@@ -375,7 +357,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
         for (int i = 0; i < kHalo; ++i) {
           const int64_t tt = t0 - kHalo + i;
-          win_id[i] = tt >= 0 ? ids[tt * a.seq_idx_seq_stride] : first_id;
+          win_id[i] = ids[(tt >= 0 ? tt : 0) * a.seq_idx_seq_stride];
         }
       }
       for (int64_t t = t0; t < t_end; t += kUnroll) {
@@ -421,20 +403,21 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           else if (t + kUnroll + u < t_end) xv[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
         }
       }
-      // The row's final state: its last kHalo inputs (the window now), entries of another run than the
-      // last token's read as zeros.
-      if (plan.fuse_final && t_end == a.seqlen) {
-        T* __restrict__ fp = static_cast<T*>(a.final_states) + s.slot * a.final_batch_stride;
-#pragma unroll
-        for (int i = 0; i < kHalo; ++i) {
-          const bool keep = !kMasked || win_id[i] == win_id[kHaloAlloc - 1];
-#pragma unroll
-          for (int c = 0; c < kV; ++c)
-            fp[(d0 + c) * a.final_dim_stride + i * a.final_seq_stride] = from_float<T>(keep ? win[i][c] : 0.f);
-        }
-      }
     };
-    if (plain) walk(std::false_type{}); else walk(std::true_type{});
+    if (!Ktraits::kIds || plain) walk(std::false_type{});
+    else walk(std::integral_constant<bool, Ktraits::kIds>{});
+  }
+  // The final states, after every walk of this thread (so nothing of them stays in registers over a walk: written
+  // before the walk, they made ptxas spill 60 bytes at 16-bit W = 4): one (row, group) per thread, from x again.
+  if (plan.fuse_final) {
+    for (int64_t r = static_cast<int64_t>(blockIdx.x) * Ktraits::kThreads + threadIdx.x; r < a.rows * plan.n_groups;
+         r += static_cast<int64_t>(gridDim.x) * Ktraits::kThreads) {
+      int64_t g;
+      const int64_t b = plan.div_groups.divmod(g, r);
+      Sequence s;
+      set_slot(a, b, s);
+      if (s.active) write_final_state<T, kV, kHalo>(a, b, s.slot, s.has_init, g * kV);
+    }
   }
 }
 
@@ -447,30 +430,33 @@ int64_t features_chunks_resident_threads() {
   });
 }
 
-template <typename T, int kW, int kBlocks>
-void features_chunks_launch(const FwdFeatureArgs& a, bool fuse_final, gpuStream_t stream) {
-  using Ktraits = FeatChunksTraits<T, kW, kBlocks>;
+// Launches the chunks kernel and returns true, or returns false without launching when small_to_staged is set
+// and the call is too small for 16-step chunks (fp32 there: the staged kernel, as the plain forward chooses).
+template <typename T, int kW, bool kIds>
+bool features_chunks_launch(const FwdFeatureArgs& a, bool fuse_final, bool small_to_staged, gpuStream_t stream) {
+  using Ktraits = FeatChunksTraits<T, kW, kIds>;
   FeatChunksPlan plan{};
   plan.n_groups = a.dim / Ktraits::kV;
   // The plain channel-last kernel's choice: 16-step chunks when they make two rounds of resident threads.
   const int64_t resident = features_chunks_resident_threads<Ktraits>();
   const int64_t rows = a.rows * plan.n_groups;
-  if (rows * ((a.seqlen + Ktraits::kShortChunk - 1) / Ktraits::kShortChunk) >= 2 * resident)
+  if (rows * ((a.seqlen + Ktraits::kShortChunk - 1) / Ktraits::kShortChunk) >= 2 * resident) {
     plan.chunk_len = Ktraits::kShortChunk;
-  else
+  } else {
+    if (small_to_staged) return false;
     plan.chunk_len = plan_time_chunk_len(rows, a.seqlen, resident, Ktraits::kUnroll, Ktraits::kMinChunk,
                                          Ktraits::kMaxChunk, Ktraits::kTargetThreads);
+  }
   plan.n_chunks = (a.seqlen + plan.chunk_len - 1) / plan.chunk_len;
   plan.n_items = rows * plan.n_chunks;
   plan.div_groups = FastDivmod(plan.n_groups);
   plan.div_chunks = FastDivmod(plan.n_chunks);
-  plan.ids_vec4 = a.seq_idx != nullptr && a.seq_idx_seq_stride == 1 && is_aligned(a.seq_idx, 16) &&
-                  a.seqlen % 4 == 0 && (a.rows == 1 || a.seq_idx_batch_stride % 4 == 0);
   plan.fuse_final = fuse_final;
   const int64_t blocks = std::min((plan.n_items + Ktraits::kThreads - 1) / Ktraits::kThreads, kMaxGridX);
   causal_conv1d_fwd_features_chunks_kernel<Ktraits>
       <<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a, plan);
   AITER_LITE_LAUNCH_CHECK();
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -612,18 +598,6 @@ FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArg
   return a;
 }
 
-// LAB ONLY (removed before merge): AITER_LITE_LAB_CHUNKS=off routes as before (staged), =5 takes the
-// 5-block bound for 16-bit W >= 3; unset: the chunks kernel at 6 blocks.
-int lab_chunks_mode() {
-  static const int mode = [] {
-    const char* e = std::getenv("AITER_LITE_LAB_CHUNKS");
-    if (e == nullptr) return 6;
-    if (std::string(e) == "off") return 0;
-    return std::atoi(e);
-  }();
-  return mode;
-}
-
 }  // namespace
 
 void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream,
@@ -646,28 +620,31 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
     constexpr int kV16 = kChannelLastVecBytes / 2, kV32 = kChannelLastVecBytes / 4;
     const int kVx = p.x_dtype == DType::kFloat32 ? kV32 : kV16;
     const bool groups8 = channel_last && D > 1 &&
-                     channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kVx) &&
-                     channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kVx);
-    // Rows of 8-byte channel groups at W <= 4: the plain channel-last walk with the features in the chunks
-    // that meet them (above), which also writes the final states when they cannot alias the initial ones.
-    const bool chunks = groups8 && templated && p.cu_seqlens == nullptr && p.width <= kChunksMaxWidth &&
-                        lab_chunks_mode() != 0;
-    if (chunks) {
-      fused_final = p.final_states != nullptr && p.width > 1 && p.state_len == p.width - 1 &&
-                    !fwd_final_may_alias_init(p);
+                         channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kVx) &&
+                         channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kVx);
+    // The outputs' kernel writes the final states too when they cannot alias the initial ones.
+    const bool fuse_final = p.final_states != nullptr && p.cu_seqlens == nullptr && p.width > 1 &&
+                            p.state_len == p.width - 1 && !fwd_final_may_alias_init(p);
+    // Rows of 8-byte channel groups at W <= 4: the chunks kernel (above), but for fp32 calls too small for its
+    // 16-step chunks, whose plain forward runs on the staged kernel (causal_conv1d_fwd.cu's choice) and whose
+    // features cost that kernel nothing (H100, 2026-11-25: 4x512x2048 W = 2 +seq_idx 16.1 us, plain 16.2).
+    bool chunks = false;
+    if (groups8 && templated && p.cu_seqlens == nullptr && p.width <= kChunksMaxWidth) {
+      const bool small_to_staged = fwd_channel_last_staged_takes(p);
       AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
         AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
           if constexpr (kW <= kChunksMaxWidth) {
-            if constexpr (sizeof(scalar_t) == 2 && kW >= 3) {
-              if (lab_chunks_mode() == 5) return features_chunks_launch<scalar_t, kW, 5>(a, fused_final, stream);
-            }
-            features_chunks_launch<scalar_t, kW, 6>(a, fused_final, stream);
+            chunks = a.seq_idx != nullptr
+                         ? features_chunks_launch<scalar_t, kW, true>(a, fuse_final, small_to_staged, stream)
+                         : features_chunks_launch<scalar_t, kW, false>(a, fuse_final, small_to_staged, stream);
           }
         });
       });
     }
     // Other channel rows on 16-byte boundaries: the staged channel-last kernel (causal_conv1d_fwd_channel_last.cu).
-    const bool staged = !chunks && channel_last && templated && fwd_channel_last_staged_features_run(p, w, stream);
+    const bool staged =
+        !chunks && channel_last && templated && fwd_channel_last_staged_features_run(p, w, fuse_final, stream);
+    fused_final = (chunks || staged) && fuse_final;
     if (!chunks && !staged) {
       AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
         if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
