@@ -1,7 +1,6 @@
 #!/bin/bash
 # One device call for the channel-last forward with features (bench/lab/conv_cl_features.py): build; the
-# timings first on a quiet GPU (ours beside causal-conv1d with the same arguments; LAB=1 also the A/B processes
-# of AITER_LITE_LAB_CHUNKS); then the GPU test files, each in its own pytest process, side by side, and
+# timings first on a quiet GPU (ours beside causal-conv1d with the same arguments); then the GPU test files, each in its own pytest process, side by side, and
 # compute-sanitizer memcheck over the channel-last feature tests. Run from the repository root with .peers
 # present; logs in $OUT.
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -12,10 +11,6 @@ python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > $OUT/peers.txt 2
 ( time timeout 90 python3 -m aiter_lite -q build module_causal_conv1d --backend cuda ) > $OUT/build.txt 2>&1
 tail -n 3 $OUT/build.txt
 timeout 40 python3 bench/lab/conv_cl_features.py --label default 2>&1 | tee $OUT/time_default.txt
-if [ "${LAB:-0}" = 1 ]; then
-  AITER_LITE_LAB_CHUNKS=5 timeout 25 python3 bench/lab/conv_cl_features.py --no-dao --label blocks5 2>&1 | tee $OUT/time_b5.txt
-  AITER_LITE_LAB_CHUNKS=off timeout 25 python3 bench/lab/conv_cl_features.py --no-dao --label staged 2>&1 | tee $OUT/time_staged.txt
-fi
 T=${TEST_S:-140}
 P="python3 -m pytest -q -m gpu -p no:cacheprovider"
 timeout $T $P tests/test_gpu_causal_conv1d_states.py > $OUT/tests_states.txt 2>&1 &
