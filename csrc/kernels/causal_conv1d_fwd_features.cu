@@ -6,7 +6,10 @@
 // row. Before its first position a sequence reads its initial state (or zeros).
 //
 // Kernels:
-//   channel_last  x and out with dim stride 1: a thread owns one 8-byte group of channels (or one channel)
+//   chunks        x and out with dim stride 1 on 8-byte channel groups, W <= 4, no cu_seqlens: the plain
+//                 channel-last walk with the features only in the chunks they touch, final states from the same
+//                 launch (below; fp32 calls too small for 16-step chunks go to the staged kernel instead).
+//   channel_last  x and out with dim stride 1 that neither the chunks nor the staged kernel takes: a thread owns one 8-byte group of channels (or one channel)
 //                 over a chunk of time steps and keeps the last W-1 inputs in registers, as the plain
 //                 channel-last kernel does; at a sequence start the window is reset to that sequence's
 //                 initial state or to zeros. In varlen mode a chunk finds its first sequence by binary
@@ -14,7 +17,8 @@
 //   per_output    any strides, any width: one thread per output (consecutive threads take consecutive
 //                 time steps, so rows with seq stride 1 are read coalesced); the taps before the
 //                 sequence start read the initial state.
-//   finalize      the final states, one thread per (row, channel), in a second launch: every read of an
+//   finalize      the final states the outputs' kernel did not write (they may alias the initial states, varlen,
+//                 other layouts), one thread per (row, channel), in a second launch: every read of an
 //                 initial state (by the first launch, and by this one for sequences shorter than the
 //                 state) happens before any write, so final_states may alias initial_states (a state pool
 //                 updated in place, same strides). Within a thread the entries are written in increasing
