@@ -52,6 +52,32 @@ def test_channel_last_staged_kernel_features(dtype, width):
             check_forward(x, weight, bias, "silu", **kwargs)
 
 
+@pytest.mark.parametrize("dtype,dim,seqlen", [(torch.bfloat16, 1024, 4096), (torch.float16, 1032, 4099),
+                                               (torch.float32, 520, 4100)])
+@pytest.mark.parametrize("width", [2, 3, 4])
+def test_channel_last_chunks_kernel_long_rows(dtype, dim, seqlen, width):
+    """Channel-last rows large enough for the chunks kernel's 16-step chunks (causal_conv1d_fwd_features.cu),
+    with seq_idx read as int4 (L % 4 == 0) or one by one (odd L): runs, padding tokens inside a row, initial
+    states, final states written by the last chunk (and by the finalize launch when written in place)."""
+    torch.manual_seed(11)
+    x = make_x(4, dim, seqlen, dtype, DEV, "channel_last")
+    weight, bias = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)
+    init = make_states(4, dim, width, dtype, DEV, "channel_last")
+    seq_idx = packed_seq_idx(4, seqlen, DEV, segments=9)
+    seq_idx[2, 100:117] = -1
+    seq_idx[3, 1:2] = -1
+    for kwargs in ({"initial_states": init}, {"seq_idx": seq_idx}, {"seq_idx": seq_idx, "initial_states": init}):
+        torch.full((4, seqlen, dim), float("nan"), dtype=dtype, device=DEV)  # freed at once: the poison
+        check_forward(x, weight, bias, "silu", **kwargs)
+    pool = init.clone()  # the final states written over the initial ones
+    ref_out, ref_fin = causal_conv1d_ref(x, weight, bias, "silu", initial_states=init, return_final_states=True,
+                                         seq_idx=seq_idx)
+    out, _ = aiter_lite.causal_conv1d(x, weight, bias, "silu", initial_states=pool, return_final_states=True,
+                                      final_states_out=pool, seq_idx=seq_idx)
+    assert rel_error(out, ref_out) <= TOLERANCE[dtype]
+    torch.testing.assert_close(pool.double(), ref_fin, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("width", [2, 4, 5])
 def test_padding_tokens(layout, width):

@@ -9,13 +9,15 @@
 // fill the window, and stages clear of the chunk's ends take no position checks.
 //
 // Where it runs (H100 A/B against the register kernel of causal_conv1d_fwd.cu, 2026-11-25, docs/causal_conv1d.md):
-//   - the calls with initial states and/or seq_idx (kFeat; causal_conv1d_fwd_features.cu sends them): 1.01-1.19x
-//     the speed of the register feature kernel (1.14-1.18x on the large 16-bit shapes), whose window ids and
-//     sequence state hold it to 4 blocks per SM. When the walk reaches the start of a sequence it resets the window to that sequence's initial state
-//     (or zeros); seq_idx of each row arrives through the ring beside x, and a tap reads a window position only
-//     when it carries the output's index; padded slots write nothing. The final states stay a second launch
-//     (the feature file's). The varlen mode (cu_seqlens, one packed row) is written but not routed here yet: it
-//     has not run on a GPU.
+//   - the calls with initial states and/or seq_idx (kFeat; causal_conv1d_fwd_features.cu sends them) that its
+//     chunks kernel does not take: W > 4, 16-byte rows that are not 8-byte groups' multiples... (see there), and
+//     fp32 calls too small for 16-step chunks, where the features cost this kernel nothing (4x512x2048 W = 2:
+//     +seq_idx 16.1 us, plain 16.2). When the walk reaches the start of a sequence it resets the window to that
+//     sequence's initial state (or zeros); seq_idx of each row arrives through the ring beside x, and a tap reads
+//     a window position only when it carries the output's index; padded slots write nothing. The item holding a
+//     row's end writes its final state first when it cannot alias the initial states (write_final_state), else
+//     the feature file's second launch does. The varlen mode (cu_seqlens, one packed row) is written but not
+//     routed here yet: it has not run on a GPU.
 //   - plain fp32 calls too small for the register kernel's 16-step chunks (5-7% faster there). On the large
 //     shapes the register kernel with short chunks beat it (8x5120x2048 fp16: 121.2 against 128.4 us).
 #include <algorithm>
@@ -110,6 +112,10 @@ struct FwdStagedArgs {
   const int32_t* state_indices;
   const bool* has_initial_state;
   int32_t pad_slot_id;
+  // fuse_final (kFeat, not varlen): the item holding a row's end writes its final state (write_final_state).
+  void* final_states;
+  int64_t final_batch_stride, final_dim_stride, final_seq_stride;
+  bool fuse_final;
 };
 
 // The sequence the walk is in (kFeat): its slot, whether its outputs are written and whether it has an
@@ -195,6 +201,11 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
     float w[kV][kW];
     float bias[kV];
     load_weight_block<kV, kW>(w, bias, a.w, d0);
+    if (Kt::kFeat && !varlen && a.fuse_final && t1 == a.seqlen && active) {
+      StagedSequence row{b, INT64_MAX, 0, true, false};
+      set_slot(a, b, row);
+      if (row.active) write_final_state<T, kV, kHalo>(a, b, row.slot, row.has_init, d0);
+    }
     T* __restrict__ op = static_cast<T*>(a.out) + b * a.out_batch_stride + t0 * a.out_seq_stride + d0;
     float win[Kt::kHaloAlloc][kV];  // x at t - kHalo .. t - 1 for the next row t (filled by rows 0 .. kHalo - 1)
     int32_t win_id[Kt::kHaloAlloc];  // kFeat: their seq_idx (0 without seq_idx)
@@ -316,7 +327,7 @@ int64_t staged_resident_warps() {
 }
 
 template <typename T, int kW, int kLaneBytes, bool kFeat>
-void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, bool fuse_final, gpuStream_t stream) {
   using Kt = FwdStagedTraits<T, kW, kLaneBytes, kFeat>;
   const bool varlen = kFeat && p.cu_seqlens != nullptr;
   FwdStagedArgs a{};
@@ -359,6 +370,11 @@ void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuS
     a.state_indices = p.state_indices;
     a.has_initial_state = p.has_initial_state;
     a.pad_slot_id = p.pad_slot_id;
+    a.final_states = p.final_states;
+    a.final_batch_stride = p.final_batch_stride;
+    a.final_dim_stride = p.final_dim_stride;
+    a.final_seq_stride = p.final_seq_stride;
+    a.fuse_final = fuse_final && !varlen;
   }
   const int64_t blocks = std::min((a.n_items + Kt::kWarps - 1) / Kt::kWarps, kMaxGridX);
   causal_conv1d_fwd_channel_last_staged_kernel<Kt><<<static_cast<unsigned>(blocks), Kt::kThreads, 0, stream>>>(a);
@@ -388,15 +404,16 @@ bool fwd_channel_last_staged_takes(const CausalConv1dFwdParams& p) {
 void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
   if (!fwd_channel_last_staged_takes(p)) throw std::logic_error("aiter_lite causal_conv1d_fwd: not a staged call");
   AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-    if constexpr (kW <= kMaxPlainWidth) fwd_staged_launch<float, kW, 16, false>(p, w, stream);
+    if constexpr (kW <= kMaxPlainWidth) fwd_staged_launch<float, kW, 16, false>(p, w, false, stream);
   });
 }
 
-bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, bool fuse_final,
+                                          gpuStream_t stream) {
   if (p.cu_seqlens != nullptr || !staged_layout_fits(p)) return false;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      fwd_staged_launch<scalar_t, kW, feature_lane_bytes<scalar_t, kW>(), true>(p, w, stream);
+      fwd_staged_launch<scalar_t, kW, feature_lane_bytes<scalar_t, kW>(), true>(p, w, fuse_final, stream);
     });
   });
   return true;

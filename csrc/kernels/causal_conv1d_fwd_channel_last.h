@@ -15,11 +15,13 @@ bool fwd_channel_last_staged_takes(const CausalConv1dFwdParams& p);
 
 void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream);
 
-// The forward with states and seq_idx on the same kernel (causal_conv1d_fwd_features.cu calls it first):
-// writes the outputs (not the final states) and returns true, or returns false without launching when the
-// layout does not fit it or the call is varlen (cu_seqlens: the staged kernel's varlen mode is not yet checked on
-// a GPU, so those calls keep the register feature kernel).
-bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream);
+// The forward with states and seq_idx on the same kernel (causal_conv1d_fwd_features.cu calls it): writes the
+// outputs, and the final states when fuse_final (the caller checked they cannot alias the initial states and
+// state_len = width - 1), and returns true; or returns false without launching when the layout does not fit it
+// or the call is varlen (cu_seqlens: the staged kernel's varlen mode is not yet checked on a GPU, so those calls
+// keep the register feature kernel).
+bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, bool fuse_final,
+                                          gpuStream_t stream);
 
 }  // namespace conv1d
 }  // namespace aiter_lite

@@ -6,7 +6,10 @@
 // row. Before its first position a sequence reads its initial state (or zeros).
 //
 // Kernels:
-//   channel_last  x and out with dim stride 1: a thread owns one 8-byte group of channels (or one channel)
+//   chunks        x and out with dim stride 1 on 8-byte channel groups, W <= 4, no cu_seqlens: the plain
+//                 channel-last walk with the features only in the chunks they touch, final states from the same
+//                 launch (below; fp32 calls too small for 16-step chunks go to the staged kernel instead).
+//   channel_last  x and out with dim stride 1 that neither the chunks nor the staged kernel takes: a thread owns one 8-byte group of channels (or one channel)
 //                 over a chunk of time steps and keeps the last W-1 inputs in registers, as the plain
 //                 channel-last kernel does; at a sequence start the window is reset to that sequence's
 //                 initial state or to zeros. In varlen mode a chunk finds its first sequence by binary
@@ -14,7 +17,8 @@
 //   per_output    any strides, any width: one thread per output (consecutive threads take consecutive
 //                 time steps, so rows with seq stride 1 are read coalesced); the taps before the
 //                 sequence start read the initial state.
-//   finalize      the final states, one thread per (row, channel), in a second launch: every read of an
+//   finalize      the final states the outputs' kernel did not write (they may alias the initial states, varlen,
+//                 other layouts), one thread per (row, channel), in a second launch: every read of an
 //                 initial state (by the first launch, and by this one for sequences shorter than the
 //                 state) happens before any write, so final_states may alias initial_states (a state pool
 //                 updated in place, same strides). Within a thread the entries are written in increasing
@@ -23,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 #include "causal_conv1d_common.cuh"
 #include "causal_conv1d_fwd_channel_last.h"
@@ -249,6 +254,216 @@ void features_channel_last_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// chunks: rows (no varlen) with dim stride 1, 8-byte channel groups, W <= 4. The plain channel-last kernel's
+// walk (causal_conv1d_fwd.cu: same items, same chunk lengths, same bound), where the features touch only a
+// few chunks: initial states change only the window of a chunk that starts before kHalo, and a chunk whose
+// window [t0 - kHalo, t_end) lies in one run of non-negative seq_idx is a plain chunk. Each item checks its
+// chunk's ids first and takes the plain walk, or the masked one (ids per step, a tap reads a window entry only when it
+// carries the output's id) where the run changes or padding tokens lie. After its items each thread writes the
+// final state of one (row, group) (write_final_state) when final_states cannot alias initial_states and
+// state_len = W - 1; otherwise the finalize launch does.
+
+constexpr int kChunksMaxWidth = 4;
+
+template <typename T_, int kWidth_, bool kIds_>
+struct FeatChunksTraits {
+  using T = T_;
+  static constexpr bool kIds = kIds_;  // seq_idx given: the ids check and the masked walk exist
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kHalo = kWidth - 1;
+  static constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(T));
+  static constexpr int kThreads = 128;
+  // The plain channel-last kernel's bound at W <= 4 (80 registers), which the kernel without seq_idx meets
+  // without spilling; with seq_idx 16-bit W = 4 spilled 72 bytes there and takes 5 blocks (96 registers; both
+  // ran at the same speed on the H100, 2026-11-25).
+  static constexpr int kMinBlocks = kIds && sizeof(T) == 2 && kWidth == 4 ? 5 : 6;
+  static constexpr int kUnroll = 4;
+  static constexpr int kMinChunk = 8;
+  static constexpr int kMaxChunk = 64;
+  static constexpr int64_t kShortChunk = 16;  // as the plain kernel (channel_last_chunk_len)
+  static constexpr int64_t kTargetThreads = int64_t{1} << 17;
+  using vec_t = Vec<T, kV>;
+  static_assert(kWidth <= kChunksMaxWidth, "wider filters keep the staged kernel");
+};
+
+struct FeatChunksPlan {
+  int64_t n_groups, n_chunks, n_items, chunk_len;
+  FastDivmod div_groups, div_chunks;
+  bool fuse_final;  // the kernel writes the final states too
+};
+
+// Work item (row, chunk, group), group fastest.
+template <typename Ktraits>
+__global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
+    causal_conv1d_fwd_features_chunks_kernel(const FwdFeatureArgs a, const FeatChunksPlan plan) {
+  using T = typename Ktraits::T;
+  using vec_t = typename Ktraits::vec_t;
+  constexpr int kW = Ktraits::kWidth;
+  constexpr int kHalo = Ktraits::kHalo;
+  constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
+  constexpr int kV = Ktraits::kV;
+  constexpr int kUnroll = Ktraits::kUnroll;
+
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * Ktraits::kThreads + threadIdx.x; item < plan.n_items;
+       item += static_cast<int64_t>(gridDim.x) * Ktraits::kThreads) {
+    int64_t g, chunk;
+    const int64_t rest = plan.div_groups.divmod(g, item);
+    const int64_t b = plan.div_chunks.divmod(chunk, rest);
+    const int64_t d0 = g * kV;
+    const int64_t t0 = chunk * plan.chunk_len;
+    const int64_t t_end = t0 + plan.chunk_len < a.seqlen ? t0 + plan.chunk_len : a.seqlen;
+    const T* __restrict__ xp = static_cast<const T*>(a.x) + b * a.x_batch_stride + d0;
+    T* __restrict__ op = static_cast<T*>(a.out) + b * a.out_batch_stride + d0;
+
+    // As the plain kernel: the halo and the first kUnroll steps are loaded before anything else.
+    vec_t halo[kHaloAlloc];
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i) {
+      const int64_t tt = t0 - kHalo + i;
+      if (tt >= 0) halo[i].load(xp + tt * a.x_seq_stride); else halo[i].set_zero();
+    }
+    vec_t xv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (t0 + u < t_end) xv[u].load(xp + (t0 + u) * a.x_seq_stride);
+    const int32_t* __restrict__ ids = Ktraits::kIds ? a.seq_idx + b * a.seq_idx_batch_stride : nullptr;
+    float w[kV][kW];
+    float bias[kV];
+    load_weight_block<kV, kW>(w, bias, a.w, d0);
+    // seq_idx: whether the chunk's window [lo, t_end) is one run of non-negative ids.
+    bool plain = true;
+    if (Ktraits::kIds) {
+      const int64_t lo = t0 - kHalo > 0 ? t0 - kHalo : 0;
+      const int32_t ref = ids[lo * a.seq_idx_seq_stride];
+      plain = ref >= 0;
+      for (int64_t t = lo + 1; t < t_end; ++t) plain &= ids[t * a.seq_idx_seq_stride] == ref;
+    }
+    Sequence s;
+    set_slot(a, b, s);
+    if (!s.active) continue;  // a padded slot: nothing written
+
+    // win[i] = input at t - kHalo + i for the next output t; before t = 0 the initial state (or zeros).
+    float win[kHaloAlloc][kV];
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i) {
+      const int64_t tt = t0 - kHalo + i;
+#pragma unroll
+      for (int c = 0; c < kV; ++c)
+        win[i][c] = tt >= 0 || !s.has_init ? to_float(halo[i].elt[c]) : init_at<T>(a, s.slot, d0 + c, a.state_len + tt);
+    }
+
+    // The walk; kMasked: ids per step (win_id[i]: the id of win[i]; before t = 0 seq_idx[b, 0], which the
+    // initial window carries), padding tokens output 0.
+    auto walk = [&](auto masked) {
+      constexpr bool kMasked = decltype(masked)::value;
+      int32_t win_id[kHaloAlloc];
+      if (kMasked) {
+#pragma unroll
+        for (int i = 0; i < kHalo; ++i) {
+          const int64_t tt = t0 - kHalo + i;
+          win_id[i] = ids[(tt >= 0 ? tt : 0) * a.seq_idx_seq_stride];
+        }
+      }
+      for (int64_t t = t0; t < t_end; t += kUnroll) {
+        // The plain walk loads the next kUnroll steps before this step's compute (as the plain kernel); the
+        // masked one, rare and holding the window's ids too, after it (no registers for a second group).
+        vec_t xn[kUnroll];
+        if (!kMasked) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u)
+            if (t + kUnroll + u < t_end) xn[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (t + u < t_end) {
+            const int32_t id = kMasked ? ids[(t + u) * a.seq_idx_seq_stride] : 0;
+            float cur[kV];
+            vec_t yv;
+#pragma unroll
+            for (int c = 0; c < kV; ++c) {
+              cur[c] = to_float(xv[u].elt[c]);
+              float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
+#pragma unroll
+              for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], !kMasked || win_id[j] == id ? win[j][c] : 0.f, acc);
+              yv.elt[c] = from_float<T>(kMasked && id < 0 ? 0.f : activate(acc, a.silu));
+            }
+            yv.store(op + (t + u) * a.out_seq_stride);
+#pragma unroll
+            for (int c = 0; c < kV; ++c) {
+#pragma unroll
+              for (int j = 0; j + 1 < kHalo; ++j) win[j][c] = win[j + 1][c];
+              if (kHalo > 0) win[kHaloAlloc - 1][c] = cur[c];
+            }
+            if (kMasked) {
+#pragma unroll
+              for (int j = 0; j + 1 < kHalo; ++j) win_id[j] = win_id[j + 1];
+              if (kHalo > 0) win_id[kHaloAlloc - 1] = id;
+            }
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (!kMasked) xv[u] = xn[u];
+          else if (t + kUnroll + u < t_end) xv[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
+        }
+      }
+    };
+    if (!Ktraits::kIds || plain) walk(std::false_type{});
+    else walk(std::integral_constant<bool, Ktraits::kIds>{});
+  }
+  // The final states, after every walk of this thread (so nothing of them stays in registers over a walk: written
+  // before the walk, they made ptxas spill 60 bytes at 16-bit W = 4): one (row, group) per thread, from x again.
+  if (plan.fuse_final) {
+    for (int64_t r = static_cast<int64_t>(blockIdx.x) * Ktraits::kThreads + threadIdx.x; r < a.rows * plan.n_groups;
+         r += static_cast<int64_t>(gridDim.x) * Ktraits::kThreads) {
+      int64_t g;
+      const int64_t b = plan.div_groups.divmod(g, r);
+      Sequence s;
+      set_slot(a, b, s);
+      if (s.active) write_final_state<T, kV, kHalo>(a, b, s.slot, s.has_init, g * kV);
+    }
+  }
+}
+
+template <class Ktraits>
+int64_t features_chunks_resident_threads() {
+  static std::atomic<int64_t> cache[kMaxCachedDevices] = {};
+  return per_device(cache, [](int dev) {
+    return resident_blocks_on(dev, causal_conv1d_fwd_features_chunks_kernel<Ktraits>, Ktraits::kThreads, 0) *
+           Ktraits::kThreads;
+  });
+}
+
+// Launches the chunks kernel and returns true, or returns false without launching when small_to_staged is set
+// and the call is too small for 16-step chunks (fp32 there: the staged kernel, as the plain forward chooses).
+template <typename T, int kW, bool kIds>
+bool features_chunks_launch(const FwdFeatureArgs& a, bool fuse_final, bool small_to_staged, gpuStream_t stream) {
+  using Ktraits = FeatChunksTraits<T, kW, kIds>;
+  FeatChunksPlan plan{};
+  plan.n_groups = a.dim / Ktraits::kV;
+  // The plain channel-last kernel's choice: 16-step chunks when they make two rounds of resident threads.
+  const int64_t resident = features_chunks_resident_threads<Ktraits>();
+  const int64_t rows = a.rows * plan.n_groups;
+  if (rows * ((a.seqlen + Ktraits::kShortChunk - 1) / Ktraits::kShortChunk) >= 2 * resident) {
+    plan.chunk_len = Ktraits::kShortChunk;
+  } else {
+    if (small_to_staged) return false;
+    plan.chunk_len = plan_time_chunk_len(rows, a.seqlen, resident, Ktraits::kUnroll, Ktraits::kMinChunk,
+                                         Ktraits::kMaxChunk, Ktraits::kTargetThreads);
+  }
+  plan.n_chunks = (a.seqlen + plan.chunk_len - 1) / plan.chunk_len;
+  plan.n_items = rows * plan.n_chunks;
+  plan.div_groups = FastDivmod(plan.n_groups);
+  plan.div_chunks = FastDivmod(plan.n_chunks);
+  plan.fuse_final = fuse_final;
+  const int64_t blocks = std::min((plan.n_items + Ktraits::kThreads - 1) / Ktraits::kThreads, kMaxGridX);
+  causal_conv1d_fwd_features_chunks_kernel<Ktraits>
+      <<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a, plan);
+  AITER_LITE_LAUNCH_CHECK();
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
 // per_output: any strides; kW = 0 reads the width at run time
 
 constexpr int kPerOutputThreads = 256;
@@ -394,6 +609,7 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
   if (p.batch == 0 || p.dim == 0) return;
   FwdFeatureArgs a = make_feature_args(p, w);
   const int64_t B = a.rows, D = p.dim, L = p.seqlen;
+  bool fused_final = false;  // the outputs' kernel wrote the final states
   if (out_len >= 0 && out_len < L) {  // a prefix of every row (no varlen here): the per-output kernel only
     a.out_len = out_len;
     if (out_len > 0) {
@@ -405,9 +621,35 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
   } else if (L > 0) {
     const bool channel_last = D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
     const bool templated = p.width <= kMaxTemplateWidth && p.variant != ConvVariant::kNaive;
-    // Channel rows on 16-byte boundaries: the staged channel-last kernel (causal_conv1d_fwd_channel_last.cu).
-    const bool staged = channel_last && templated && fwd_channel_last_staged_features_run(p, w, stream);
-    if (!staged) {
+    constexpr int kV16 = kChannelLastVecBytes / 2, kV32 = kChannelLastVecBytes / 4;
+    const int kVx = p.x_dtype == DType::kFloat32 ? kV32 : kV16;
+    const bool groups8 = channel_last && D > 1 &&
+                         channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kVx) &&
+                         channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kVx);
+    // The outputs' kernel writes the final states too when they cannot alias the initial ones.
+    const bool fuse_final = p.final_states != nullptr && p.cu_seqlens == nullptr && p.width > 1 &&
+                            p.state_len == p.width - 1 && !fwd_final_may_alias_init(p);
+    // Rows of 8-byte channel groups at W <= 4: the chunks kernel (above), but for fp32 calls too small for its
+    // 16-step chunks, whose plain forward runs on the staged kernel (causal_conv1d_fwd.cu's choice) and whose
+    // features cost that kernel nothing (H100, 2026-11-25: 4x512x2048 W = 2 +seq_idx 16.1 us, plain 16.2).
+    bool chunks = false;
+    if (groups8 && templated && p.cu_seqlens == nullptr && p.width <= kChunksMaxWidth) {
+      const bool small_to_staged = fwd_channel_last_staged_takes(p);
+      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+        AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+          if constexpr (kW <= kChunksMaxWidth) {
+            chunks = a.seq_idx != nullptr
+                         ? features_chunks_launch<scalar_t, kW, true>(a, fuse_final, small_to_staged, stream)
+                         : features_chunks_launch<scalar_t, kW, false>(a, fuse_final, small_to_staged, stream);
+          }
+        });
+      });
+    }
+    // Other channel rows on 16-byte boundaries: the staged channel-last kernel (causal_conv1d_fwd_channel_last.cu).
+    const bool staged =
+        !chunks && channel_last && templated && fwd_channel_last_staged_features_run(p, w, fuse_final, stream);
+    fused_final = (chunks || staged) && fuse_final;
+    if (!chunks && !staged) {
       AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
         if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
         constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
@@ -421,7 +663,7 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
       });
     }
   }
-  if (p.final_states != nullptr) {
+  if (p.final_states != nullptr && !fused_final) {
     AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { final_states_launch<scalar_t>(a, stream); });
   }
 }
