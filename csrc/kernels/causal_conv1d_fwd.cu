@@ -710,8 +710,16 @@ enum class FwdPath { kNaive, kShared, kRows, kFlat, kChannelLastStaged, kChannel
 template <int kShard, int kShards>
 void fwd_plain_shard(const CausalConv1dFwdParams& p, FwdPath path, const WeightArgs& w, gpuStream_t stream);
 
-#define AITER_LITE_FWD_SHARD_EXTERN(s) \
-  extern template void fwd_plain_shard<s, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, FwdPath, const WeightArgs&, gpuStream_t);
+// Whether the fp32 width-4 vector channel-last kernel's 16-step items make two rounds of its resident threads
+// (channel_last_many_rounds), asked of the shard that compiles that kernel (width_shard(4)): querying its
+// occupancy elsewhere would compile the kernel a second time there.
+template <int kShard, int kShards>
+bool fwd_fp32_channel_last_many_rounds(int64_t batch, int64_t seqlen, int64_t n_groups);
+
+#define AITER_LITE_FWD_SHARD_EXTERN(s)                                                                                \
+  extern template void fwd_plain_shard<s, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, FwdPath, const WeightArgs&, \
+                                                             gpuStream_t);                                            \
+  extern template bool fwd_fp32_channel_last_many_rounds<s, AITER_LITE_SHARDS>(int64_t, int64_t, int64_t);
 AITER_LITE_FOR_EACH_SHARD(AITER_LITE_FWD_SHARD_EXTERN)
 #undef AITER_LITE_FWD_SHARD_EXTERN
 static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
@@ -744,6 +752,15 @@ void fwd_plain_shard(const CausalConv1dFwdParams& p, FwdPath path, const WeightA
 
 template void fwd_plain_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, FwdPath,
                                                                    const WeightArgs&, gpuStream_t);
+
+template <int kShard, int kShards>
+bool fwd_fp32_channel_last_many_rounds(int64_t batch, int64_t seqlen, int64_t n_groups) {
+  if constexpr (width_shard(4, kShards) == kShard)
+    return channel_last_many_rounds<FwdChannelLastTraits<float, 4, kChannelLastVecBytes / 4>>(batch, seqlen, n_groups);
+  throw std::logic_error("aiter_lite causal_conv1d_fwd: width 4 is not in this shard");
+}
+
+template bool fwd_fp32_channel_last_many_rounds<AITER_LITE_SHARD, AITER_LITE_SHARDS>(int64_t, int64_t, int64_t);
 
 #if AITER_LITE_SHARD == 0
 namespace {
@@ -783,9 +800,10 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
     // fp32 at W <= 4 on problems too small for two rounds of 16-step items: the staged kernel, 5-7% faster
     // there (16x2048x129, 4x512x2048 on an H100, 2026-11-25). 16-bit small shapes ran faster on the register
     // kernel but for 3x1536x777 (3%), and large ones with its 16-step chunks.
-    using Fp32Traits = FwdChannelLastTraits<float, 4, kChannelLastVecBytes / 4>;
     if (vec && fwd_channel_last_staged_takes(p) &&
-        !channel_last_many_rounds<Fp32Traits>(B, L, D / Fp32Traits::kV))
+        !with_shard<AITER_LITE_SHARDS>(width_shard(4, AITER_LITE_SHARDS), [&](auto s) {
+          return fwd_fp32_channel_last_many_rounds<decltype(s)::value, AITER_LITE_SHARDS>(B, L, D / (kChannelLastVecBytes / 4));
+        }))
       return FwdPath::kChannelLastStaged;
     return vec ? FwdPath::kChannelLastVec : FwdPath::kChannelLastScalar;
   }

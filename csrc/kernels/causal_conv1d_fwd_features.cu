@@ -604,21 +604,95 @@ FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArg
 
 }  // namespace
 
+// Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
+// shard s holds the per-output and channel-last kernels of the widths w with (w - 1) % N == s
+// (AITER_LITE_CONV_WIDTH_SWITCH skips the others). fwd_features_run, the entry, compiles in shard 0
+// with the runtime-width per-output kernel and the final-state kernel.
+template <int kShard, int kShards>
+void fwd_features_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream, int64_t out_len);
+template <int kShard, int kShards>
+bool fwd_features_chunks_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, bool fuse_final,
+                               bool small_to_staged, gpuStream_t stream);
+
+#define AITER_LITE_FEATURES_SHARD_EXTERN(s) \
+  extern template void fwd_features_shard<s, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, const WeightArgs&, \
+                                                                gpuStream_t, int64_t); \
+  extern template bool fwd_features_chunks_shard<s, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, \
+                                                                       const WeightArgs&, bool, bool, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_FEATURES_SHARD_EXTERN)
+#undef AITER_LITE_FEATURES_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// The compile-time-width launches of fwd_features_run, for a width of this shard (width_shard): a prefix
+// of every row (0 <= out_len < seqlen) per output, else per output or channel-last by the layout.
+template <int kShard, int kShards>
+void fwd_features_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream, int64_t out_len) {
+  FwdFeatureArgs a = make_feature_args(p, w);
+  const bool prefix = out_len >= 0 && out_len < p.seqlen;
+  if (prefix) a.out_len = out_len;
+  const int64_t B = a.rows, D = p.dim, L = p.seqlen;
+  const bool channel_last = !prefix && (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
+    const bool vec = channel_last && D > 1 &&
+                     channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
+                     channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kV);
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if (!channel_last) features_per_output_launch<scalar_t, kW>(a, stream);
+      else if (vec) features_channel_last_launch<scalar_t, kW, kV>(a, stream);
+      else features_channel_last_launch<scalar_t, kW, 1>(a, stream);
+    });
+  });
+}
+
+template void fwd_features_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, const WeightArgs&,
+                                                                      gpuStream_t, int64_t);
+
+// The chunks kernel (channel-last rows of 8-byte channel groups, W <= kChunksMaxWidth) for a width of this
+// shard; false where it declines the call (features_chunks_launch).
+template <int kShard, int kShards>
+bool fwd_features_chunks_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, bool fuse_final,
+                               bool small_to_staged, gpuStream_t stream) {
+  const FwdFeatureArgs a = make_feature_args(p, w);
+  bool ran = false;
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if constexpr (kW <= kChunksMaxWidth) {
+        ran = a.seq_idx != nullptr
+                  ? features_chunks_launch<scalar_t, kW, true>(a, fuse_final, small_to_staged, stream)
+                  : features_chunks_launch<scalar_t, kW, false>(a, fuse_final, small_to_staged, stream);
+      }
+    });
+  });
+  return ran;
+}
+
+template bool fwd_features_chunks_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&,
+                                                                             const WeightArgs&, bool, bool,
+                                                                             gpuStream_t);
+
+#if AITER_LITE_SHARD == 0
 void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream,
                       int64_t out_len) {
   if (p.batch == 0 || p.dim == 0) return;
   FwdFeatureArgs a = make_feature_args(p, w);
-  const int64_t B = a.rows, D = p.dim, L = p.seqlen;
+  const int64_t L = p.seqlen;
   bool fused_final = false;  // the outputs' kernel wrote the final states
+  auto width_kernels = [&] {
+    with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+      fwd_features_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, w, stream, out_len);
+    });
+  };
   if (out_len >= 0 && out_len < L) {  // a prefix of every row (no varlen here): the per-output kernel only
     a.out_len = out_len;
     if (out_len > 0) {
-      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-        if (p.width > kMaxTemplateWidth) return features_per_output_launch<scalar_t, 0>(a, stream);
-        AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { features_per_output_launch<scalar_t, kW>(a, stream); });
-      });
+      if (p.width > kMaxTemplateWidth)
+        AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { features_per_output_launch<scalar_t, 0>(a, stream); });
+      else
+        width_kernels();
     }
   } else if (L > 0) {
+    const int64_t B = a.rows, D = p.dim;
     const bool channel_last = D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
     const bool templated = p.width <= kMaxTemplateWidth && p.variant != ConvVariant::kNaive;
     constexpr int kV16 = kChannelLastVecBytes / 2, kV32 = kChannelLastVecBytes / 4;
@@ -635,14 +709,9 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
     bool chunks = false;
     if (groups8 && templated && p.cu_seqlens == nullptr && p.width <= kChunksMaxWidth) {
       const bool small_to_staged = fwd_channel_last_staged_takes(p);
-      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-        AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-          if constexpr (kW <= kChunksMaxWidth) {
-            chunks = a.seq_idx != nullptr
-                         ? features_chunks_launch<scalar_t, kW, true>(a, fuse_final, small_to_staged, stream)
-                         : features_chunks_launch<scalar_t, kW, false>(a, fuse_final, small_to_staged, stream);
-          }
-        });
+      chunks = with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+        return fwd_features_chunks_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, w, fuse_final,
+                                                                                    small_to_staged, stream);
       });
     }
     // Other channel rows on 16-byte boundaries: the staged channel-last kernel (causal_conv1d_fwd_channel_last.cu).
@@ -650,23 +719,17 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
         !chunks && channel_last && templated && fwd_channel_last_staged_features_run(p, w, fuse_final, stream);
     fused_final = (chunks || staged) && fuse_final;
     if (!chunks && !staged) {
-      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-        if (!templated) return features_per_output_launch<scalar_t, 0>(a, stream);
-        constexpr int kV = kChannelLastVecBytes / static_cast<int>(sizeof(scalar_t));
-        const bool vec = D > 1 && channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
-                         channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kV);
-        AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-          if (!channel_last) features_per_output_launch<scalar_t, kW>(a, stream);
-          else if (vec) features_channel_last_launch<scalar_t, kW, kV>(a, stream);
-          else features_channel_last_launch<scalar_t, kW, 1>(a, stream);
-        });
-      });
+      if (!templated)
+        AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { features_per_output_launch<scalar_t, 0>(a, stream); });
+      else
+        width_kernels();
     }
   }
   if (p.final_states != nullptr && !fused_final) {
     AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { final_states_launch<scalar_t>(a, stream); });
   }
 }
+#endif  // AITER_LITE_SHARD == 0
 
 }  // namespace conv1d
 }  // namespace aiter_lite
