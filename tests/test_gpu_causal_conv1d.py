@@ -243,12 +243,41 @@ def test_forward_flat_kernel_modes(dtype):
     gen = torch.Generator(device="cuda").manual_seed(47)
     for (b, d, l), width in [((3, 370, 33), 4), ((3, 370, 34), 8), ((2, 450, 16), 3), ((2, 450, 17), 4),
                              ((2, 450, 9), 8), ((4, 300, 8), 4), ((4, 300, 5), 8), ((6, 200, 3), 3),
-                             ((4, 290, 129), 2), ((4, 290, 129), 7), ((2, 110, 1001), 4), ((5, 70, 35), 1)]:
+                             ((4, 290, 129), 2), ((4, 290, 129), 7), ((2, 110, 1001), 4), ((5, 70, 35), 1),
+                             ((3, 370, 34), 5), ((2, 450, 9), 6), ((4, 300, 5), 5), ((4, 300, 8), 6)]:
         x = randn(b, d, l, dtype=dtype, gen=gen)
         weight, bias = randn(d, width, dtype=dtype, gen=gen), randn(d, dtype=dtype, gen=gen)
         ref = causal_conv1d_ref(x.double(), weight.double(), bias.double(), "silu")
         for variant in ("auto", "vectorized"):
             assert_close(run_fwd(x, weight, bias, True, variant), ref, dtype, f"{b}x{d}x{l} w{width} {variant}")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("width", [5, 6, 7])
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+def test_forward_wide_kernel_skips_taps_outside_the_filter(dtype, width, layout):
+    """Widths 5..8 share one 8-tap kernel per family with the filter right-aligned (kWideWidth): the
+    8 - width leading taps are skipped, not multiplied by zero, so an inf in x reaches only the outputs
+    whose window holds it (0 * inf would be NaN in the next 8 - width outputs). Every kernel family:
+    rows (L = 4096), flat (odd L), channel-last, shared (padded)."""
+    gen = torch.Generator(device="cuda").manual_seed(31 * width + LAYOUTS.index(layout))
+    for batch, dim, seqlen in [(2, 24, 4096), (3, 40, 1001), (2, 16, 65)]:
+        x = make_x(batch, dim, seqlen, dtype, layout, gen)
+        seqlen = x.shape[-1]  # the strided layout's view has one step more
+        x[:, ::5, seqlen // 3] = float("inf")
+        x[:, 1::7, seqlen // 2] = float("-inf")
+        weight, bias = randn(dim, width, dtype=dtype, gen=gen), randn(dim, dtype=dtype, gen=gen)
+        # Reference tap by tap: out[t] = bias + sum_j w[j] x[t - (W-1) + j], x[t < 0] = 0 (no inf * 0).
+        x64, w64 = x.double(), weight.double()
+        ref = bias.double()[None, :, None].expand(batch, dim, seqlen).clone()
+        for j in range(width):
+            shift = width - 1 - j
+            ref[:, :, shift:] += w64[None, :, j, None] * x64[:, :, :seqlen - shift]
+        for variant in ("auto", "vectorized", "shared"):
+            out = run_fwd(x, weight, bias, False, variant)
+            finite = torch.isfinite(ref)
+            assert torch.equal(torch.isfinite(out), finite), f"{batch}x{dim}x{seqlen} {variant}: non-finite spread"
+            assert_close(torch.where(finite, out, 0), torch.where(finite, ref, 0), dtype, f"{seqlen} {variant}")
 
 
 def test_forward_functional_matches_fwd():

@@ -177,6 +177,15 @@ def _configs():
     return MATMUL_CONFIGS
 
 
+def _skip_unbuilt_tc(index):
+    """An sm_90 device runs the sm_90a image, which holds only the tensor-core configs the planner
+    routes to there (tc_config_on_sm90); the others are tested on other archs."""
+    from aiter_lite.tuning.matmul_configs import tc_config_on_sm90
+
+    if torch.cuda.get_device_capability() == (9, 0) and not tc_config_on_sm90(index):
+        pytest.skip(f"tensor-core config {index} is not compiled for sm_90a (mma.sync is wgmma's fallback there)")
+
+
 def _modes_for(cfg) -> list[tuple[str, str]]:
     if cfg.path == "simt":
         return [("fp32", "tiled"), ("fp16", "tiled"), ("bf16", "tiled")]
@@ -199,6 +208,7 @@ def test_every_config(index, shape, layout, gen):
     """Each table entry in each operand orientation (a separate kernel instantiation each). The
     tensor-core kernel has two copies of its main loop: 512x768x256 runs every config's unguarded
     copy (all blocks inside, K a multiple of BK), the other shapes the guarded one."""
+    _skip_unbuilt_tc(index)
     cfg = _configs()[index]
     m, n, k = shape
     for mode, variant in _modes_for(cfg):
@@ -211,6 +221,7 @@ def test_every_config(index, shape, layout, gen):
 @pytest.mark.parametrize("index", range(len(_configs())))
 def test_config_large(index, gen):
     """Many k-tiles through every stage of the pipeline, several blocks in the grouped order."""
+    _skip_unbuilt_tc(index)
     cfg = _configs()[index]
     m, n, k = 1000, 1100, 4096
     for mode, variant in _modes_for(cfg)[:1]:
@@ -305,6 +316,7 @@ def test_tensor_core_many_tiles_per_block(index, k, gen):
     stage ring carried over, interior and edge tiles mixed (M, N with tails; K = 320 also gives
     interior tiles the unguarded copy), across batch entries. 3 x 2100 x 2300 has 459 tiles of
     128 x 256 and 1782 of 64 x 128, several per slot on any current GPU."""
+    _skip_unbuilt_tc(index)
     cfg = _configs()[index]
     batch, m, n = 3, 2100, 2300
     for mode, variant in _modes_for(cfg):
@@ -312,3 +324,24 @@ def test_tensor_core_many_tiles_per_block(index, k, gen):
         b = _operand(k, n, DTYPES[mode], "n", gen, batch)
         out = _run(a, b, mode, variant, config=index)
         _check(out, a, b, mode, f"config {index} {batch}x{m}x{n}x{k} {mode} {_seed_note(gen)}")
+
+
+def test_tensor_core_config_not_built_for_sm90_is_refused():
+    """On an sm_90 device an explicit tensor-core config that the sm_90a image does not hold is a clear
+    ValueError before any launch; config -1 and the built ones run."""
+    import aiter_lite
+    from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS, tc_config_on_sm90
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("every tensor-core config is compiled for this arch")
+    a = torch.randn(64, 96, device="cuda", dtype=torch.float16)
+    b = torch.randn(96, 80, device="cuda", dtype=torch.float16)
+    for c in MATMUL_CONFIGS:
+        if c.path != "tensor_core_16":
+            continue
+        if tc_config_on_sm90(c.index):
+            out = aiter_lite.matmul(a, b, variant="tensor_core", config=c.index)
+            assert (out.double() - a.double() @ b.double()).abs().max().item() < 0.05
+        else:
+            with pytest.raises(ValueError, match="not compiled for sm_90a"):
+                aiter_lite.matmul(a, b, variant="tensor_core", config=c.index)

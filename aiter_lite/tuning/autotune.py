@@ -41,7 +41,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from ..errors import AiterLiteError
 from ..jit import lock
-from .matmul_configs import MATMUL_CONFIGS, PATHS, b_rows_off_sector, path_for
+from .matmul_configs import MATMUL_CONFIGS, PATHS, b_rows_off_sector, path_for, tc_config_on_sm90
 from .planner import PATH_OF_DTYPE, bucket, rank_table_configs, table_order
 
 logger = logging.getLogger(__name__)
@@ -374,7 +374,10 @@ class Autotuner:
         planner: List[int] = []
         if key.path in _PLANNER_PATHS:
             ests = rank_table_configs(m, n, k, key.dtype, model, path=key.path, batch=batch)
-            planner = [e.config.index for e in table_order(ests)][:self.top_k]
+            ranked = [e.config.index for e in table_order(ests)]
+            if key.arch == "sm_90":  # the sm_90a image holds only these tensor-core configs
+                ranked = [i for i in ranked if tc_config_on_sm90(i)]
+            planner = ranked[:self.top_k]
         elem = 2 if key.dtype in ("fp16", "bf16") else 4
         others = [c.index for c in MATMUL_CONFIGS if c.path in _families(key) and c.path not in _PLANNER_PATHS
                   and c.smem_bytes(elem) <= model.smem_per_block]

@@ -146,6 +146,18 @@ MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
 DEFAULT_CONFIG = {_S: 1, _T16: 5, _TF: 10, _W: 14, _WTF: 23}
 
 
+def tc_config_on_sm90(index: int) -> bool:
+    """Whether the sm_90a image holds tensor-core config `index` (tc_config_on_sm90 in
+    csrc/include/matmul_configs.h): there mma.sync is wgmma's fallback, run with the path's default
+    config or, on small grids, its smallest tile; only those are compiled for sm_90a. An sm_90 device
+    of a build with sm_90a (the default on an H100) refuses the others; other archs build them all."""
+    path = MATMUL_CONFIGS[index].path
+    if path not in (_T16, _TF):
+        return True
+    smallest = min(configs_for(path), key=lambda c: c.bm * c.bn)  # the first of the smallest
+    return index in (DEFAULT_CONFIG[path], smallest.index)
+
+
 def configs_for(path: str) -> tuple[MatmulTileConfig, ...]:
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")

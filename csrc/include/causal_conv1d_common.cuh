@@ -24,6 +24,21 @@ constexpr int kMaxTemplateWidth = 4;
 constexpr int kMaxTemplateWidth = 8;
 #endif
 
+// Runtime-width kernels for the rare wide filters: a file that switches with
+// AITER_LITE_CONV_WIDE_WIDTH_SWITCH compiles widths 1..kSpecialisedWidths each as its own kernel and
+// serves widths kSpecialisedWidths + 1 .. kMaxTemplateWidth with ONE kernel of kWideWidth taps, the
+// filter right-aligned in them: it loads weights with lead = kWideWidth - width leading zeros and
+// skips those taps (wide_lead; a skipped tap is not multiplied, so an inf or NaN input outside the
+// filter's window stays out of the output). The lead is uniform over the launch: a predicated FMA.
+constexpr int kSpecialisedWidths = kMaxTemplateWidth < 4 ? kMaxTemplateWidth : 4;
+constexpr int kWideWidth = kMaxTemplateWidth;
+// In a sharded file, the runtime-width kernel is item kSpecialisedWidths (the shard of width
+// kSpecialisedWidths + 1: with 2 shards the one without width 4). The width whose shard holds the kernel
+// that serves `width` (the dispatch's item: width_shard(wide_shard_width(width), N)).
+constexpr int64_t wide_shard_width(int64_t width) {
+  return width > kSpecialisedWidths && width <= kMaxTemplateWidth ? kSpecialisedWidths + 1 : width;
+}
+
 // Build-time shards (shard.h, docs/jit.md "Shards"): a conv file the registry compiles in N shards
 // compiles compile-time width w (item w - 1) in shard (w - 1) % N, and the runtime-width kernels
 // (wider filters) in shard 0. AITER_LITE_CONV_WIDTH_SWITCH applies this by itself; an unsharded file
@@ -74,6 +89,9 @@ struct WeightArgs {
   int64_t dim_stride, width_stride, bias_stride;
   DType dtype;
   bool contig, bias_contig;
+  // Leading taps that a runtime-width kernel skips (kWideWidth - width; see kWideWidth): its filter's
+  // taps are right-aligned in kWideWidth slots. 0 for every other kernel.
+  int lead;
 };
 
 inline WeightArgs make_weight_args(const void* weight, const void* bias, int64_t width, int64_t w_dim_stride,
@@ -88,6 +106,20 @@ inline WeightArgs make_weight_args(const void* weight, const void* bias, int64_t
   a.contig = (width == 1 || w_width_stride == 1) && w_dim_stride == width && is_aligned(weight, 16);
   a.bias_contig = bias != nullptr && bias_stride == 1 && is_aligned(bias, 16);
   return a;
+}
+
+// w for the kW-tap kernel that serves a call of `width`: the runtime-width kernel (kW == kWideWidth,
+// above kSpecialisedWidths) skips kW - width leading taps.
+template <int kW>
+inline WeightArgs weight_args_for(WeightArgs w, int64_t width) {
+  w.lead = kW == kWideWidth && kWideWidth > kSpecialisedWidths ? static_cast<int>(kW - width) : 0;
+  return w;
+}
+
+// Taps a kW-tap kernel skips at the start: a.lead in the runtime-width kernel, 0 (a constant) elsewhere.
+template <int kW>
+__host__ __device__ __forceinline__ int wide_lead(const WeightArgs& a) {
+  return kW == kWideWidth && kWideWidth > kSpecialisedWidths ? a.lead : 0;
 }
 
 // dst[i] = p[i] for i < kN, read with the widest vectors that divide kN. p must be aligned to
@@ -115,18 +147,26 @@ __device__ __forceinline__ void load_contig_as_float(float (&dst)[kN], const WT*
 
 namespace detail {
 
-template <typename WT, int kW>
+template <typename WT, int kW, bool kLead>
 __device__ __forceinline__ void load_channel_weights_typed(float (&w)[kW], const WeightArgs& a, int64_t d) {
   const WT* wp = static_cast<const WT*>(a.weight) + d * a.dim_stride;
+  const int lead = kLead ? a.lead : 0;
 #pragma unroll
-  for (int j = 0; j < kW; ++j) w[j] = to_float(wp[j * a.width_stride]);
+  for (int j = 0; j < kW; ++j) w[j] = j < lead ? 0.f : to_float(wp[(j - lead) * a.width_stride]);
 }
 
-template <typename WT, int kV, int kW>
+template <typename WT, int kV, int kW, bool kLead>
 __device__ __forceinline__ void load_weight_block_typed(float (&w)[kV][kW], float (&b)[kV], const WeightArgs& a,
                                                         int64_t d0) {
   const WT* wp = static_cast<const WT*>(a.weight);
-  if (a.contig) {
+  const int lead = kLead ? a.lead : 0;
+  if (lead > 0) {
+#pragma unroll
+    for (int c = 0; c < kV; ++c)
+#pragma unroll
+      for (int j = 0; j < kW; ++j)
+        w[c][j] = j < lead ? 0.f : to_float(wp[(d0 + c) * a.dim_stride + (j - lead) * a.width_stride]);
+  } else if (a.contig) {
     float flat[kV * kW];
     load_contig_as_float<WT, kV * kW>(flat, wp + d0 * kW);
 #pragma unroll
@@ -154,25 +194,26 @@ __device__ __forceinline__ void load_weight_block_typed(float (&w)[kV][kW], floa
 }  // namespace detail
 
 // Weights of channel d as fp32 (w[j] multiplies x[t - (kW - 1) + j]) and its bias (0 without bias).
-template <int kW>
+// kLead: a runtime-width kernel's load (a.lead leading zeros, then the filter's taps).
+template <int kW, bool kLead = false>
 __device__ __forceinline__ void load_channel_weights(float (&w)[kW], float& b, const WeightArgs& a, int64_t d) {
   switch (a.dtype) {
-    case DType::kFloat16: detail::load_channel_weights_typed<half_t, kW>(w, a, d); break;
-    case DType::kBFloat16: detail::load_channel_weights_typed<bfloat16_t, kW>(w, a, d); break;
-    default: detail::load_channel_weights_typed<float, kW>(w, a, d); break;
+    case DType::kFloat16: detail::load_channel_weights_typed<half_t, kW, kLead>(w, a, d); break;
+    case DType::kBFloat16: detail::load_channel_weights_typed<bfloat16_t, kW, kLead>(w, a, d); break;
+    default: detail::load_channel_weights_typed<float, kW, kLead>(w, a, d); break;
   }
   b = a.bias == nullptr ? 0.f : load_as_float(a.bias, a.dtype, d * a.bias_stride);
 }
 
 // Weights and biases of channels d0 .. d0 + kV - 1 (d0 a multiple of kV), with vector loads when
 // the rows are dense.
-template <int kV, int kW>
+template <int kV, int kW, bool kLead = false>
 __device__ __forceinline__ void load_weight_block(float (&w)[kV][kW], float (&b)[kV], const WeightArgs& a,
                                                   int64_t d0) {
   switch (a.dtype) {
-    case DType::kFloat16: detail::load_weight_block_typed<half_t, kV, kW>(w, b, a, d0); break;
-    case DType::kBFloat16: detail::load_weight_block_typed<bfloat16_t, kV, kW>(w, b, a, d0); break;
-    default: detail::load_weight_block_typed<float, kV, kW>(w, b, a, d0); break;
+    case DType::kFloat16: detail::load_weight_block_typed<half_t, kV, kW, kLead>(w, b, a, d0); break;
+    case DType::kBFloat16: detail::load_weight_block_typed<bfloat16_t, kV, kW, kLead>(w, b, a, d0); break;
+    default: detail::load_weight_block_typed<float, kV, kW, kLead>(w, b, a, d0); break;
   }
 }
 
@@ -297,6 +338,41 @@ struct FastDivmod32 {
   AITER_LITE_CONV_WIDTH_CASE(7, kWidthName, __VA_ARGS__)                                           \
   AITER_LITE_CONV_WIDTH_CASE(8, kWidthName, __VA_ARGS__)
 #endif
+
+// As AITER_LITE_CONV_WIDTH_SWITCH, for a file whose wide filters share one runtime-width kernel
+// (kWideWidth): widths kSpecialisedWidths + 1 .. kMaxTemplateWidth all give kWidthName = kWideWidth,
+// in the shard of width kSpecialisedWidths + 1 (wide_shard_width). The body passes
+// weight_args_for<kWidthName>(w, width) to the kernel.
+#ifdef AITER_LITE_CONV1D_DISABLE_WIDE_WIDTHS
+#define AITER_LITE_CONV_WIDE_KERNEL_CASES(kWidthName, ...)
+#else
+#define AITER_LITE_CONV_WIDE_KERNEL_CASES(kWidthName, ...)                                         \
+  case 5:                                                                                          \
+  case 6:                                                                                          \
+  case 7:                                                                                          \
+  case 8: {                                                                                        \
+    constexpr int kWidthName = ::aiter_lite::conv1d::kWideWidth;                                   \
+    if constexpr (::aiter_lite::conv1d::width_in_this_shard(::aiter_lite::conv1d::wide_shard_width(kWidthName))) \
+      return __VA_ARGS__();                                                                        \
+    break;                                                                                         \
+  }
+#endif
+#define AITER_LITE_CONV_WIDE_WIDTH_SWITCH(width, kWidthName, ...)                                   \
+  [&] {                                                                                           \
+    static_assert(::aiter_lite::conv1d::kSpecialisedWidths == 4 &&                                \
+                      (::aiter_lite::conv1d::kWideWidth == 8 || ::aiter_lite::conv1d::kWideWidth == 4), \
+                  "the cases below");                                                             \
+    switch (width) {                                                                              \
+      AITER_LITE_CONV_WIDTH_CASE(1, kWidthName, __VA_ARGS__)                                      \
+      AITER_LITE_CONV_WIDTH_CASE(2, kWidthName, __VA_ARGS__)                                      \
+      AITER_LITE_CONV_WIDTH_CASE(3, kWidthName, __VA_ARGS__)                                      \
+      AITER_LITE_CONV_WIDTH_CASE(4, kWidthName, __VA_ARGS__)                                      \
+      AITER_LITE_CONV_WIDE_KERNEL_CASES(kWidthName, __VA_ARGS__)                                  \
+      default: break;                                                                             \
+    }                                                                                             \
+    throw std::invalid_argument("aiter_lite causal_conv1d: no compile-time kernel for width " +    \
+                                std::to_string(static_cast<long long>(width)));                   \
+  }()
 
 // Runtime width -> `constexpr int kWidthName` in 1..kMaxTemplateWidth, then calls the lambda body.
 // Callers route wider filters elsewhere first; anything else reaching the switch throws (so does a

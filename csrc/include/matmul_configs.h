@@ -116,6 +116,28 @@ inline constexpr int32_t kMatmulNumConfigs =
     static_cast<int32_t>(sizeof(kMatmulConfigs) / sizeof(kMatmulConfigs[0]));
 inline constexpr int32_t kMatmulNumPaths = 5;
 
+// The tensor-core configs compiled for sm_90a. There wgmma runs, and the planner takes mma.sync only
+// as its fallback (layouts TMA cannot describe, an epilogue the tf32 wgmma kernel lacks) or when asked
+// for it (variant "tensor_core"), with config -1 both times: resolve_config then picks the path's
+// default or, on a small grid, its smallest tile (every config fits sm_90's shared memory). Only those
+// two configs per path (x 4 operand orientations) are compiled for sm_90a (matmul_tc_kernel in
+// csrc/kernels/matmul_tc.cuh): 8 of 20 kernels per 16-bit dtype, 8 of 12 for tf32. sm_80 (and any
+// other arch) keeps every config. The planner refuses another explicit config on an sm_90 device of a
+// build that holds sm_90a (plan_tensor_core).
+constexpr int tc_smallest_config(MatmulPath path) {
+  int best = -1;
+  for (int i = 0; i < kMatmulNumConfigs; ++i) {
+    const MatmulTileConfig& c = kMatmulConfigs[i];
+    if (c.path != path) continue;
+    if (best < 0 || int64_t{c.bm} * c.bn < int64_t{kMatmulConfigs[best].bm} * kMatmulConfigs[best].bn) best = i;
+  }
+  return best;
+}
+constexpr bool tc_config_on_sm90(int config) {
+  const MatmulPath path = kMatmulConfigs[config].path;
+  return config == kMatmulDefaultConfig[static_cast<int>(path)] || config == tc_smallest_config(path);
+}
+
 constexpr bool matmul_path_is_wgmma(MatmulPath path) {
   return path == MatmulPath::kWgmma16 || path == MatmulPath::kWgmmaTf32;
 }

@@ -25,6 +25,8 @@
 //   kVectorized  rows, flat or channel_last as above; a layout neither can take falls back to naive.
 //   kShared      shared (any layout); width > 8 falls back to naive.
 //   kNaive       naive.
+// Widths 1..4 each have their own flat, shared and channel-last kernels; widths 5..8 share one
+// runtime-width kernel of each (8 taps, the filter right-aligned: kWideWidth, causal_conv1d_common.cuh).
 // Offsets are 64-bit (32-bit only inside a row or a warp tile); grids are 1-D over work items and
 // capped at kMaxGridX (kernels loop).
 #include <algorithm>
@@ -130,6 +132,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
   constexpr int kHaloWordsAlloc = kHaloWords > 0 ? kHaloWords : 1;
   constexpr int kEltsPerWord = Ktraits::kEltsPerWord;
   constexpr int kStride = Ktraits::kTableStride;
+  constexpr bool kLead = kW == kWideWidth;  // the runtime-width kernel: skips the first `lead` taps
+  const int lead = wide_lead<kW>(a.w);
 
   const T* __restrict__ x = static_cast<const T*>(a.x);
   const uint32_t* __restrict__ x_words = static_cast<const uint32_t*>(a.x);
@@ -184,7 +188,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
       for (int r = lane; r < a.table_rows; r += kWarpSize) {  // rows past the end: never read
         float wl[kW];
         float bl;
-        load_channel_weights<kW>(wl, bl, a.w, a.div_dim.mod(row0 + r));
+        load_channel_weights<kW, kLead>(wl, bl, a.w, a.div_dim.mod(row0 + r));
 #pragma unroll
         for (int j = 0; j < kW; ++j) table[r][j] = wl[j];
         table[r][kW] = bl;
@@ -232,7 +236,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
           for (int i = 0; i < kNElts; ++i) {
             float acc = wr[kW];
 #pragma unroll
-            for (int j = 0; j < kW; ++j) acc = fmaf(wr[j], xs[i + j], acc);
+            for (int j = 0; j < kW; ++j)
+              if (j >= lead) acc = fmaf(wr[j], xs[i + j], acc);
             y[i] = acc;
           }
         } else {
@@ -254,8 +259,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
             float acc_a = wa[kW], acc_b = wb[kW];
 #pragma unroll
             for (int j = 0; j < kW; ++j) {
-              acc_a = fmaf(wa[j], xa[i + j], acc_a);
-              acc_b = fmaf(wb[j], xb[i + j], acc_b);
+              if (j >= lead) {
+                acc_a = fmaf(wa[j], xa[i + j], acc_a);
+                acc_b = fmaf(wb[j], xb[i + j], acc_b);
+              }
             }
             y[i] = i < b ? acc_a : acc_b;
           }
@@ -268,7 +275,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
         int i0 = 0;
         while (true) {
           if (rs != w_row) {
-            load_channel_weights<kW>(w, bias, a.w, a.div_dim.mod(rs));
+            load_channel_weights<kW, kLead>(w, bias, a.w, a.div_dim.mod(rs));
             w_row = rs;
           }
           const int64_t room = L - ts;
@@ -280,7 +287,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
               float acc = bias;
 #pragma unroll
               for (int j = 0; j < kW; ++j)
-                if (kHalo - j <= ti) acc = fmaf(w[j], xs[i + j], acc);
+                if (j >= lead && kHalo - j <= ti) acc = fmaf(w[j], xs[i + j], acc);
               y[i] = acc;
             }
           }
@@ -409,7 +416,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
       if (t0 + u < t_end) xv[u].load(xp + (t0 + u) * a.x_seq_stride);
     float w[kV][kW];
     float bias[kV];
-    load_weight_block<kV, kW>(w, bias, a.w, d0);
+    load_weight_block<kV, kW, kW == kWideWidth>(w, bias, a.w, d0);
+    const int lead = wide_lead<kW>(a.w);  // the runtime-width kernel skips the first `lead` taps
 
     // win[i] = x[t - kHalo + i] for the next output t.
     float win[kHaloAlloc][kV];
@@ -437,7 +445,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
             cur[c] = to_float(xv[u].elt[c]);
             float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
 #pragma unroll
-            for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], win[j][c], acc);
+            for (int j = 0; j < kHalo; ++j)
+              if (j >= lead) acc = fmaf(w[c][j], win[j][c], acc);
             yv.elt[c] = from_float<T>(activate(acc, a.silu));
           }
           yv.store(op + (t + u) * a.out_seq_stride);
@@ -566,7 +575,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
 
     float w[kW];
     float bias;
-    load_channel_weights<kW>(w, bias, a.w, d);  // same address in every thread: broadcast
+    load_channel_weights<kW, kW == kWideWidth>(w, bias, a.w, d);  // same address in every thread: broadcast
+    const int lead = wide_lead<kW>(a.w);  // the runtime-width kernel skips the first `lead` taps
 
     // Loads into registers first, so they overlap the previous tile's tail.
     T vals[kMaxItems];
@@ -594,7 +604,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
       if (k < a.items && tt < a.seqlen) {
         float acc = bias;
 #pragma unroll
-        for (int j = 0; j < kW; ++j) acc = fmaf(w[j], to_float(smem_x[local + j]), acc);
+        for (int j = 0; j < kW; ++j)
+          if (j >= lead) acc = fmaf(w[j], to_float(smem_x[local + j]), acc);
         op[tt * a.out_seq_stride] = from_float<T>(activate(acc, a.silu));
       }
     }
@@ -701,8 +712,9 @@ void fwd_naive_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards.
-// Shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
-// the others) and shard 0 the runtime-width naive kernel; path selection and causal_conv1d_fwd are
+// Shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDE_WIDTH_SWITCH
+// skips the others; widths 5..8 share the kWideWidth kernels, in width 5's shard) and shard 0 the
+// runtime-width naive kernel; path selection and causal_conv1d_fwd are
 // compiled in shard 0, which calls the shard of the call's width (fwd_plain_run). The path is the
 // shards' interface, so it lives outside the anonymous namespace.
 enum class FwdPath { kNaive, kShared, kRows, kFlat, kChannelLastStaged, kChannelLastVec, kChannelLastScalar };
@@ -733,18 +745,22 @@ void fwd_plain_shard(const CausalConv1dFwdParams& p, FwdPath path, const WeightA
         if constexpr (width_in_this_shard(kMaxTemplateWidth + 1)) return fwd_naive_launch<scalar_t>(p, w, stream);
         break;
       case FwdPath::kShared:
-        return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_shared_launch<scalar_t, kW>(p, w, stream); });
+        return AITER_LITE_CONV_WIDE_WIDTH_SWITCH(
+            p.width, kW, [&] { fwd_shared_launch<scalar_t, kW>(p, weight_args_for<kW>(w, p.width), stream); });
       case FwdPath::kRows:              // fwd_rows_run, called by fwd_plain_run
       case FwdPath::kChannelLastStaged:  // fwd_channel_last_staged_run, likewise
         break;
       case FwdPath::kFlat:
-        return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, w, stream); });
+        return AITER_LITE_CONV_WIDE_WIDTH_SWITCH(
+            p.width, kW, [&] { fwd_flat_launch<scalar_t, kW>(p, weight_args_for<kW>(w, p.width), stream); });
       case FwdPath::kChannelLastVec:
-        return AITER_LITE_CONV_WIDTH_SWITCH(
-            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, kChannelLastVecBytes / sizeof(scalar_t)>(p, w, stream); });
+        return AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
+          fwd_channel_last_launch<scalar_t, kW, kChannelLastVecBytes / sizeof(scalar_t)>(
+              p, weight_args_for<kW>(w, p.width), stream);
+        });
       case FwdPath::kChannelLastScalar:
-        return AITER_LITE_CONV_WIDTH_SWITCH(
-            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, 1>(p, w, stream); });
+        return AITER_LITE_CONV_WIDE_WIDTH_SWITCH(
+            p.width, kW, [&] { fwd_channel_last_launch<scalar_t, kW, 1>(p, weight_args_for<kW>(w, p.width), stream); });
     }
     throw std::logic_error("aiter_lite causal_conv1d_fwd: kernel path not in this shard");
   });
@@ -823,7 +839,7 @@ void fwd_plain_run(const CausalConv1dFwdParams& p, gpuStream_t stream) {
   const FwdPath path = choose_fwd_path(p, rows);
   if (path == FwdPath::kRows) return fwd_rows_run(p, rows, w, stream);
   if (path == FwdPath::kChannelLastStaged) return fwd_channel_last_staged_run(p, w, stream);
-  const int shard = path == FwdPath::kNaive ? 0 : width_shard(p.width, AITER_LITE_SHARDS);
+  const int shard = path == FwdPath::kNaive ? 0 : width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS);
   with_shard<AITER_LITE_SHARDS>(shard, [&](auto s) {
     fwd_plain_shard<decltype(s)::value, AITER_LITE_SHARDS>(p, path, w, stream);
   });

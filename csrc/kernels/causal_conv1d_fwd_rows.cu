@@ -108,7 +108,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     }
     float w[1][kW];
     float bias[1];
-    load_weight_block<1, kW>(w, bias, a.w, d);
+    load_weight_block<1, kW, kW == kWideWidth>(w, bias, a.w, d);
+    const int lead = wide_lead<kW>(a.w);  // the runtime-width kernel skips the first `lead` taps
 
     uint32_t prev_shfl[kHaloWordsAlloc] = {};
 #pragma unroll
@@ -135,7 +136,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       for (int i = 0; i < kNElts; ++i) {
         float acc = bias[0];
 #pragma unroll
-        for (int j = 0; j < kW; ++j) acc = fmaf(w[0][j], xs[i + j], acc);
+        for (int j = 0; j < kW; ++j)
+          if (j >= lead) acc = fmaf(w[0][j], xs[i + j], acc);
         yv.elt[i] = from_float<T>(activate(acc, a.silu));
       }
       const int v = v0 + k * kWarpSize;
@@ -191,9 +193,11 @@ FwdRowsPlan fwd_rows_plan(const CausalConv1dFwdParams& p) {
 
 void fwd_rows_run(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w, gpuStream_t stream) {
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      if (plan.vecs_per_lane == 4) fwd_rows_launch<scalar_t, kW, 4>(p, w, stream);
-      else fwd_rows_launch<scalar_t, kW, 1>(p, w, stream);
+    // Widths 5..8: one runtime-width kernel per dtype and vector count (kWideWidth).
+    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
+      const WeightArgs wk = weight_args_for<kW>(w, p.width);
+      if (plan.vecs_per_lane == 4) fwd_rows_launch<scalar_t, kW, 4>(p, wk, stream);
+      else fwd_rows_launch<scalar_t, kW, 1>(p, wk, stream);
     });
   });
 }

@@ -178,6 +178,19 @@ bool sm90_device() {
 
 bool wgmma_available(DType dtype) { return wgmma_built(dtype) && sm90_device(); }
 
+// The tensor-core kernel of `config` exists for the current device: an sm_90 device runs the sm_90a
+// image, which holds only the configs tc_config_on_sm90 names (matmul_configs.h). The wgmma sources
+// are in the build exactly when its archs include sm_90a.
+bool tc_config_built(int config) {
+#if defined(AITER_LITE_HAS_MATMUL_WGMMA_FP16) || defined(AITER_LITE_HAS_MATMUL_WGMMA_BF16) || \
+    defined(AITER_LITE_HAS_MATMUL_WGMMA_TF32)
+  return tc_config_on_sm90(config) || !sm90_device();
+#else
+  (void)config;
+  return true;
+#endif
+}
+
 #if defined(AITER_LITE_CUDA)
 // Stands in for a wgmma kernel in the cluster occupancy query (cluster_slots): what limits
 // residency there is a whole SM's shared memory per CTA and the cluster's shape, not the code.
@@ -312,6 +325,10 @@ SlicePlan plan_tensor_core(const MatmulParams& p, int32_t requested) {
   const MatmulPath path = p.dtype == DType::kFloat32 ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16;
   const int config = resolve_config(path, requested, p);
 #if defined(AITER_LITE_CUDA)
+  if (!tc_config_built(config))
+    invalid("tensor-core config " + std::to_string(config) + " is not compiled for sm_90a, where mma.sync is "
+            "wgmma's fallback: configs " + std::to_string(kMatmulDefaultConfig[static_cast<int>(path)]) + " and " +
+            std::to_string(tc_smallest_config(path)) + " are (config -1 picks them)");
   const int64_t eb = p.dtype == DType::kFloat32 ? 4 : 2;
   const TcOrientation a_or = tc_orientation(operand_a(p, eb));
   const TcOrientation b_or = tc_orientation(operand_b(p, eb));

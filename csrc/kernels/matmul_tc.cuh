@@ -162,6 +162,7 @@ struct TcMatmulTraits {
   static constexpr bool kAKMajor = kAKMajor_;  // A contiguous along K (else along M)
   static constexpr bool kBKMajor = kBKMajor_;  // B contiguous along K (else along N)
   static constexpr bool kTf32 = std::is_same<T, float>::value;
+  static constexpr bool kOnSm90 = tc_config_on_sm90(kConfig);  // compiled for sm_90a (matmul_configs.h)
   static constexpr MatmulTileConfig kCfg = kMatmulConfigs[kConfig];
   static_assert(kCfg.path == (kTf32 ? MatmulPath::kTensorCoreTf32 : MatmulPath::kTensorCore16),
                 "config is for another path");
@@ -589,8 +590,7 @@ __device__ __forceinline__ void tc_epilogue(const typename Traits::accumulators&
 // many blocks as fit on the device at once). The next item's prologue is issued as soon as the
 // current main loop ends, so its copies are in flight while the current tile is stored.
 template <class Traits>
-__global__ void __launch_bounds__(Traits::kThreads, 1)
-    matmul_tc_kernel(const GemmArgs<typename Traits::elem_t> args) {
+__device__ __forceinline__ void matmul_tc_body(const GemmArgs<typename Traits::elem_t>& args) {
   extern __shared__ __align__(128) unsigned char matmul_smem[];
   const uint32_t smem = mma::smem_u32(matmul_smem);
   int32_t w = blockIdx.x;
@@ -630,6 +630,21 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     w += gridDim.x;
   }
   mma::cp_async_wait<0>();
+}
+
+// The sm_90a image holds only the configs the planner routes to there (tc_config_on_sm90); the others
+// trap, and the planner never launches them on sm_90 (plan_tensor_core).
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    matmul_tc_kernel(const GemmArgs<typename Traits::elem_t> args) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (!Traits::kOnSm90) {
+    __trap();
+  } else
+#endif
+  {
+    matmul_tc_body<Traits>(args);
+  }
 }
 
 }  // namespace matmul_detail
