@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <stdexcept>
 #include <type_traits>
 
@@ -290,7 +292,19 @@ struct FeatChunksPlan {
   int64_t n_groups, n_chunks, n_items, chunk_len;
   FastDivmod div_groups, div_chunks;
   bool fuse_final;  // the kernel writes the final states too
+  bool ids_warp;    // every warp's lanes share one chunk (n_groups % kWarpSize == 0) whose window fits a warp
+  bool lab_scalar_ids;  // LAB A/B (AITER_LITE_LAB_IDS=scalar): the one-by-one check; removed after the H100 run
 };
+
+// Whether ids[lo .. t_end) (lo = max(t0 - kHalo, 0)) hold one non-negative id, for a warp whose lanes all share
+// the chunk (plan.ids_warp): lane l reads position lo + l (the window has at most kWarpSize positions), then one vote.
+__device__ __forceinline__ bool chunk_window_is_one_run_warp(const int32_t* __restrict__ ids, int64_t stride, int64_t lo,
+                                                             int64_t t_end) {
+  const int64_t t = lo + lane_id();
+  const int32_t id = ids[(t < t_end ? t : lo) * stride];
+  const int32_t ref = static_cast<int32_t>(warp_shfl(static_cast<unsigned int>(id), 0));
+  return warp_all(id == ref) && ref >= 0;
+}
 
 // Work item (row, chunk, group), group fastest.
 template <typename Ktraits>
@@ -334,9 +348,13 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     bool plain = true;
     if (Ktraits::kIds) {
       const int64_t lo = t0 - kHalo > 0 ? t0 - kHalo : 0;
-      const int32_t ref = ids[lo * a.seq_idx_seq_stride];
-      plain = ref >= 0;
-      for (int64_t t = lo + 1; t < t_end; ++t) plain &= ids[t * a.seq_idx_seq_stride] == ref;
+      if (plan.ids_warp && !plan.lab_scalar_ids) {
+        plain = chunk_window_is_one_run_warp(ids, a.seq_idx_seq_stride, lo, t_end);
+      } else {
+        const int32_t ref = ids[lo * a.seq_idx_seq_stride];
+        plain = ref >= 0;
+        for (int64_t t = lo + 1; t < t_end; ++t) plain &= ids[t * a.seq_idx_seq_stride] == ref;
+      }
     }
     Sequence s;
     set_slot(a, b, s);
@@ -456,6 +474,13 @@ bool features_chunks_launch(const FwdFeatureArgs& a, bool fuse_final, bool small
   plan.div_groups = FastDivmod(plan.n_groups);
   plan.div_chunks = FastDivmod(plan.n_chunks);
   plan.fuse_final = fuse_final;
+  // Items are (row, chunk, group) with the group fastest and the grid a whole number of warps, so with
+  // n_groups % kWarpSize == 0 every warp is fully in or out of each round of the item loop and holds one chunk.
+  plan.ids_warp = kIds && plan.n_groups % kWarpSize == 0 && plan.chunk_len + kW - 1 <= kWarpSize;
+  {
+    const char* lab = std::getenv("AITER_LITE_LAB_IDS");
+    plan.lab_scalar_ids = lab != nullptr && std::string(lab) == "scalar";
+  }
   const int64_t blocks = std::min((plan.n_items + Ktraits::kThreads - 1) / Ktraits::kThreads, kMaxGridX);
   causal_conv1d_fwd_features_chunks_kernel<Ktraits>
       <<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a, plan);
