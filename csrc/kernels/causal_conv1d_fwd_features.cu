@@ -26,8 +26,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 #include <stdexcept>
 #include <type_traits>
 
@@ -292,19 +290,7 @@ struct FeatChunksPlan {
   int64_t n_groups, n_chunks, n_items, chunk_len;
   FastDivmod div_groups, div_chunks;
   bool fuse_final;  // the kernel writes the final states too
-  bool ids_warp;    // every warp's lanes share one chunk (n_groups % kWarpSize == 0) whose window fits a warp
-  bool lab_scalar_ids;  // LAB A/B (AITER_LITE_LAB_IDS=scalar): the one-by-one check; removed after the H100 run
 };
-
-// Whether ids[lo .. t_end) (lo = max(t0 - kHalo, 0)) hold one non-negative id, for a warp whose lanes all share
-// the chunk (plan.ids_warp): lane l reads position lo + l (the window has at most kWarpSize positions), then one vote.
-__device__ __forceinline__ bool chunk_window_is_one_run_warp(const int32_t* __restrict__ ids, int64_t stride, int64_t lo,
-                                                             int64_t t_end) {
-  const int64_t t = lo + lane_id();
-  const int32_t id = ids[(t < t_end ? t : lo) * stride];
-  const int32_t ref = static_cast<int32_t>(warp_shfl(static_cast<unsigned int>(id), 0));
-  return warp_all(id == ref) && ref >= 0;
-}
 
 // Work item (row, chunk, group), group fastest.
 template <typename Ktraits>
@@ -344,18 +330,22 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     float w[kV][kW];
     float bias[kV];
     load_weight_block<kV, kW>(w, bias, a.w, d0);
-    // seq_idx: whether the chunk's window [lo, t_end) is one run of non-negative ids.
+    // seq_idx: whether the chunk's window [lo, t_end) is one run of non-negative ids. The warp's lanes share the
+    // chunk (the launch makes sure of it) and the window has at most kWarpSize positions: lane l holds the id at
+    // lo + l, one vote decides, and the masked walk takes its ids from those lanes by shuffle.
+    const int64_t lo = t0 - kHalo > 0 ? t0 - kHalo : 0;
+    int32_t lane_seq_id = 0;
     bool plain = true;
     if (Ktraits::kIds) {
-      const int64_t lo = t0 - kHalo > 0 ? t0 - kHalo : 0;
-      if (plan.ids_warp && !plan.lab_scalar_ids) {
-        plain = chunk_window_is_one_run_warp(ids, a.seq_idx_seq_stride, lo, t_end);
-      } else {
-        const int32_t ref = ids[lo * a.seq_idx_seq_stride];
-        plain = ref >= 0;
-        for (int64_t t = lo + 1; t < t_end; ++t) plain &= ids[t * a.seq_idx_seq_stride] == ref;
-      }
+      const int64_t t = lo + lane_id();
+      lane_seq_id = ids[(t < t_end ? t : lo) * a.seq_idx_seq_stride];
+      const int32_t ref = static_cast<int32_t>(warp_shfl(static_cast<unsigned int>(lane_seq_id), 0));
+      plain = warp_all(lane_seq_id == ref) && ref >= 0;
     }
+    // The id at position t (lo <= t < t_end) of this chunk; every lane of the warp calls it together.
+    auto id_at = [&](int64_t t) {
+      return static_cast<int32_t>(warp_shfl(static_cast<unsigned int>(lane_seq_id), static_cast<int>(t - lo)));
+    };
     Sequence s;
     set_slot(a, b, s);
     if (!s.active) continue;  // a padded slot: nothing written
@@ -379,22 +369,19 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
         for (int i = 0; i < kHalo; ++i) {
           const int64_t tt = t0 - kHalo + i;
-          win_id[i] = ids[(tt >= 0 ? tt : 0) * a.seq_idx_seq_stride];
+          win_id[i] = id_at(tt >= 0 ? tt : 0);
         }
       }
       for (int64_t t = t0; t < t_end; t += kUnroll) {
-        // The plain walk loads the next kUnroll steps before this step's compute (as the plain kernel); the
-        // masked one, rare and holding the window's ids too, after it (no registers for a second group).
+        // Both walks load the next kUnroll steps before this step's compute (as the plain kernel).
         vec_t xn[kUnroll];
-        if (!kMasked) {
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u)
-            if (t + kUnroll + u < t_end) xn[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
-        }
+        for (int u = 0; u < kUnroll; ++u)
+          if (t + kUnroll + u < t_end) xn[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           if (t + u < t_end) {
-            const int32_t id = kMasked ? ids[(t + u) * a.seq_idx_seq_stride] : 0;
+            const int32_t id = kMasked ? id_at(t + u) : 0;
             float cur[kV];
             vec_t yv;
 #pragma unroll
@@ -420,10 +407,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           }
         }
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (!kMasked) xv[u] = xn[u];
-          else if (t + kUnroll + u < t_end) xv[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
-        }
+        for (int u = 0; u < kUnroll; ++u) xv[u] = xn[u];
       }
     };
     if (!Ktraits::kIds || plain) walk(std::false_type{});
@@ -462,25 +446,26 @@ bool features_chunks_launch(const FwdFeatureArgs& a, bool fuse_final, bool small
   // The plain channel-last kernel's choice: 16-step chunks when they make two rounds of resident threads.
   const int64_t resident = features_chunks_resident_threads<Ktraits>();
   const int64_t rows = a.rows * plan.n_groups;
+  // seq_idx: the ids check needs warps whose lanes share one chunk: items are (row, chunk, group) with the group
+  // fastest and the grid a whole number of warps, so n_groups % kWarpSize == 0 gives that; and a chunk window
+  // (chunk_len + kHalo positions) of at most kWarpSize. Other calls go to the staged or register feature kernel.
+  if (kIds && plan.n_groups % kWarpSize != 0) return false;
+  constexpr int64_t kMaxChunk =
+      kIds ? std::min<int64_t>(Ktraits::kMaxChunk, (kWarpSize - (kW - 1)) / Ktraits::kUnroll * Ktraits::kUnroll)
+           : Ktraits::kMaxChunk;
+  static_assert(Ktraits::kShortChunk + kW - 1 <= kWarpSize, "a short chunk's window fits a warp");
   if (rows * ((a.seqlen + Ktraits::kShortChunk - 1) / Ktraits::kShortChunk) >= 2 * resident) {
     plan.chunk_len = Ktraits::kShortChunk;
   } else {
     if (small_to_staged) return false;
-    plan.chunk_len = plan_time_chunk_len(rows, a.seqlen, resident, Ktraits::kUnroll, Ktraits::kMinChunk,
-                                         Ktraits::kMaxChunk, Ktraits::kTargetThreads);
+    plan.chunk_len = std::min(kMaxChunk, plan_time_chunk_len(rows, a.seqlen, resident, Ktraits::kUnroll,
+                                                             Ktraits::kMinChunk, kMaxChunk, Ktraits::kTargetThreads));
   }
   plan.n_chunks = (a.seqlen + plan.chunk_len - 1) / plan.chunk_len;
   plan.n_items = rows * plan.n_chunks;
   plan.div_groups = FastDivmod(plan.n_groups);
   plan.div_chunks = FastDivmod(plan.n_chunks);
   plan.fuse_final = fuse_final;
-  // Items are (row, chunk, group) with the group fastest and the grid a whole number of warps, so with
-  // n_groups % kWarpSize == 0 every warp is fully in or out of each round of the item loop and holds one chunk.
-  plan.ids_warp = kIds && plan.n_groups % kWarpSize == 0 && plan.chunk_len + kW - 1 <= kWarpSize;
-  {
-    const char* lab = std::getenv("AITER_LITE_LAB_IDS");
-    plan.lab_scalar_ids = lab != nullptr && std::string(lab) == "scalar";
-  }
   const int64_t blocks = std::min((plan.n_items + Ktraits::kThreads - 1) / Ktraits::kThreads, kMaxGridX);
   causal_conv1d_fwd_features_chunks_kernel<Ktraits>
       <<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a, plan);
