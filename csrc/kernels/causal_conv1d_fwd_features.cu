@@ -29,6 +29,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "causal_conv1d_channel_last_walk.cuh"
 #include "causal_conv1d_common.cuh"
 #include "causal_conv1d_fwd_channel_last.h"
 #include "causal_conv1d_fwd_features.h"
@@ -317,15 +318,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 
     // As the plain kernel: the halo and the first kUnroll steps are loaded before anything else.
     vec_t halo[kHaloAlloc];
-#pragma unroll
-    for (int i = 0; i < kHalo; ++i) {
-      const int64_t tt = t0 - kHalo + i;
-      if (tt >= 0) halo[i].load(xp + tt * a.x_seq_stride); else halo[i].set_zero();
-    }
     vec_t xv[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (t0 + u < t_end) xv[u].load(xp + (t0 + u) * a.x_seq_stride);
+    channel_last_chunk_loads<kHalo, kUnroll>(xp, a.x_seq_stride, t0, t_end, halo, xv);
     const int32_t* __restrict__ ids = Ktraits::kIds ? a.seq_idx + b * a.seq_idx_batch_stride : nullptr;
     float w[kV][kW];
     float bias[kV];
@@ -360,58 +354,20 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         win[i][c] = tt >= 0 || !s.has_init ? to_float(halo[i].elt[c]) : init_at<T>(a, s.slot, d0 + c, a.state_len + tt);
     }
 
-    // The walk; kMasked: ids per step (win_id[i]: the id of win[i]; before t = 0 seq_idx[b, 0], which the
-    // initial window carries), padding tokens output 0.
-    auto walk = [&](auto masked) {
-      constexpr bool kMasked = decltype(masked)::value;
-      int32_t win_id[kHaloAlloc];
-      if (kMasked) {
+    // The plain walk, or the masked one (the window before t = 0 carries seq_idx[b, 0], as the initial state does).
+    int32_t win_id[kHaloAlloc];
+    if (!Ktraits::kIds || plain) {
+      channel_last_walk<false, kW, kUnroll>(xp, op, a.x_seq_stride, a.out_seq_stride, t0, t_end, xv, win, win_id, w,
+                                            bias, a.silu, id_at);
+    } else {
 #pragma unroll
-        for (int i = 0; i < kHalo; ++i) {
-          const int64_t tt = t0 - kHalo + i;
-          win_id[i] = id_at(tt >= 0 ? tt : 0);
-        }
+      for (int i = 0; i < kHalo; ++i) {
+        const int64_t tt = t0 - kHalo + i;
+        win_id[i] = id_at(tt >= 0 ? tt : 0);
       }
-      for (int64_t t = t0; t < t_end; t += kUnroll) {
-        // Both walks load the next kUnroll steps before this step's compute (as the plain kernel).
-        vec_t xn[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          if (t + kUnroll + u < t_end) xn[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (t + u < t_end) {
-            const int32_t id = kMasked ? id_at(t + u) : 0;
-            float cur[kV];
-            vec_t yv;
-#pragma unroll
-            for (int c = 0; c < kV; ++c) {
-              cur[c] = to_float(xv[u].elt[c]);
-              float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
-#pragma unroll
-              for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], !kMasked || win_id[j] == id ? win[j][c] : 0.f, acc);
-              yv.elt[c] = from_float<T>(kMasked && id < 0 ? 0.f : activate(acc, a.silu));
-            }
-            yv.store(op + (t + u) * a.out_seq_stride);
-#pragma unroll
-            for (int c = 0; c < kV; ++c) {
-#pragma unroll
-              for (int j = 0; j + 1 < kHalo; ++j) win[j][c] = win[j + 1][c];
-              if (kHalo > 0) win[kHaloAlloc - 1][c] = cur[c];
-            }
-            if (kMasked) {
-#pragma unroll
-              for (int j = 0; j + 1 < kHalo; ++j) win_id[j] = win_id[j + 1];
-              if (kHalo > 0) win_id[kHaloAlloc - 1] = id;
-            }
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) xv[u] = xn[u];
-      }
-    };
-    if (!Ktraits::kIds || plain) walk(std::false_type{});
-    else walk(std::integral_constant<bool, Ktraits::kIds>{});
+      channel_last_walk<Ktraits::kIds, kW, kUnroll>(xp, op, a.x_seq_stride, a.out_seq_stride, t0, t_end, xv, win,
+                                                    win_id, w, bias, a.silu, id_at);
+    }
   }
   // The final states, after every walk of this thread (so nothing of them stays in registers over a walk: written
   // before the walk, they made ptxas spill 60 bytes at 16-bit W = 4): one (row, group) per thread, from x again.
