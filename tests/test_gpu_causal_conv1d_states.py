@@ -58,7 +58,7 @@ def test_channel_last_staged_kernel_features(dtype, width):
 @pytest.mark.parametrize("width", [2, 3, 4])
 def test_channel_last_chunks_kernel_long_rows(dtype, dim, seqlen, width):
     """Channel-last rows for the chunks kernel (causal_conv1d_fwd_features.cu): 16-step chunks on the long rows,
-    planned chunks of at most 32 - W + 1 steps on the short ones (256x777, 128x301), seq_idx checked by a warp
+    planned chunks (at most 28 steps with seq_idx) on the short ones (256x777, 128x301), seq_idx checked by a warp
     vote where the channel groups fill whole warps (D = 1032 fp16 does not: the staged kernel takes its seq_idx
     calls): runs, padding tokens inside a row, initial states, final states written by the last chunk (and by the
     finalize launch when written in place)."""

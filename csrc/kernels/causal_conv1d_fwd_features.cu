@@ -6,9 +6,10 @@
 // row. Before its first position a sequence reads its initial state (or zeros).
 //
 // Kernels:
-//   chunks        x and out with dim stride 1 on 8-byte channel groups, W <= 4, no cu_seqlens: the plain
-//                 channel-last walk with the features only in the chunks they touch, final states from the same
-//                 launch (below; fp32 calls too small for 16-step chunks go to the staged kernel instead).
+//   chunks        x and out with dim stride 1 on 8-byte channel groups, W <= 4, no cu_seqlens (with seq_idx:
+//                 groups filling whole warps): the plain channel-last walk with the features only in the chunks
+//                 they touch, final states from the same launch (below; fp32 calls too small for 16-step chunks
+//                 go to the staged kernel instead).
 //   channel_last  x and out with dim stride 1 that neither the chunks nor the staged kernel takes: a thread owns one 8-byte group of channels (or one channel)
 //                 over a chunk of time steps and keeps the last W-1 inputs in registers, as the plain
 //                 channel-last kernel does; at a sequence start the window is reset to that sequence's
@@ -256,11 +257,12 @@ void features_channel_last_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
 
 // ---------------------------------------------------------------------------------------------
 // chunks: rows (no varlen) with dim stride 1, 8-byte channel groups, W <= 4. The plain channel-last kernel's
-// walk (causal_conv1d_fwd.cu: same items, same chunk lengths, same bound), where the features touch only a
-// few chunks: initial states change only the window of a chunk that starts before kHalo, and a chunk whose
-// window [t0 - kHalo, t_end) lies in one run of non-negative seq_idx is a plain chunk. Each item checks its
-// chunk's ids first and takes the plain walk, or the masked one (ids per step, a tap reads a window entry only when it
-// carries the output's id) where the run changes or padding tokens lie. After its items each thread writes the
+// walk (causal_conv1d_channel_last_walk.cuh: same items, same chunk lengths, same bound), where the features touch
+// only a few chunks: initial states change only the window of a chunk that starts before kHalo, and a chunk whose
+// window [t0 - kHalo, t_end) lies in one run of non-negative seq_idx is a plain chunk. With seq_idx the channel
+// groups fill whole warps (else the launch declines), so a warp holds one chunk: its lanes read the window's ids
+// (one each), a vote picks the plain walk or the masked one (a tap reads a window entry only when it carries the
+// output's id; ids shuffled from the lanes) where the run changes or padding tokens lie. After its items each thread writes the
 // final state of one (row, group) (write_final_state) when final_states cannot alias initial_states and
 // state_len = W - 1; otherwise the finalize launch does.
 
