@@ -53,12 +53,15 @@ def test_channel_last_staged_kernel_features(dtype, width):
 
 
 @pytest.mark.parametrize("dtype,dim,seqlen", [(torch.bfloat16, 1024, 4096), (torch.float16, 1032, 4099),
-                                               (torch.float32, 520, 4100)])
+                                               (torch.float32, 520, 4100), (torch.bfloat16, 256, 777),
+                                               (torch.float16, 128, 301)])
 @pytest.mark.parametrize("width", [2, 3, 4])
 def test_channel_last_chunks_kernel_long_rows(dtype, dim, seqlen, width):
-    """Channel-last rows large enough for the chunks kernel's 16-step chunks (causal_conv1d_fwd_features.cu),
-    with seq_idx read as int4 (L % 4 == 0) or one by one (odd L): runs, padding tokens inside a row, initial
-    states, final states written by the last chunk (and by the finalize launch when written in place)."""
+    """Channel-last rows for the chunks kernel (causal_conv1d_fwd_features.cu): 16-step chunks on the long rows,
+    planned chunks (at most 28 steps with seq_idx) on the short ones (256x777, 128x301), seq_idx checked by a warp
+    vote where the channel groups fill whole warps (D = 1032 fp16 does not: the staged kernel takes its seq_idx
+    calls): runs, padding tokens inside a row, initial states, final states written by the last chunk (and by the
+    finalize launch when written in place)."""
     torch.manual_seed(11)
     x = make_x(4, dim, seqlen, dtype, DEV, "channel_last")
     weight, bias = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)

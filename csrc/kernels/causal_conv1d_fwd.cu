@@ -34,6 +34,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "causal_conv1d_channel_last_walk.cuh"
 #include "causal_conv1d_common.cuh"
 #include "causal_conv1d_fwd_channel_last.h"
 #include "causal_conv1d_fwd_dense_features.h"
@@ -401,19 +402,9 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
     const T* __restrict__ xp = static_cast<const T*>(a.x) + b * a.x_batch_stride + d0 * a.x_dim_stride;
     T* __restrict__ op = static_cast<T*>(a.out) + b * a.out_batch_stride + d0 * a.out_dim_stride;
 
-    // The halo and the first kUnroll steps of x are loaded before the weights: the weight loads
-    // convert to fp32 behind a branch on their dtype, and loads issued after them would wait for
-    // their round trip (see the rows kernel).
     vec_t halo[kHaloAlloc];
-#pragma unroll
-    for (int i = 0; i < kHalo; ++i) {
-      const int64_t tt = t0 - kHalo + i;
-      if (tt >= 0) halo[i].load(xp + tt * a.x_seq_stride); else halo[i].set_zero();
-    }
     vec_t xv[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (t0 + u < t_end) xv[u].load(xp + (t0 + u) * a.x_seq_stride);
+    channel_last_chunk_loads<kHalo, kUnroll>(xp, a.x_seq_stride, t0, t_end, halo, xv);
     float w[kV][kW];
     float bias[kV];
     load_weight_block<kV, kW, kW == kWideWidth>(w, bias, a.w, d0);
@@ -426,41 +417,9 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
 #pragma unroll
       for (int c = 0; c < kV; ++c) win[i][c] = to_float(halo[i].elt[c]);
 
-    for (int64_t t = t0; t < t_end; t += kUnroll) {
-      // The next kUnroll steps are loaded before this step's compute and stores: each thread then
-      // keeps two groups of loads in flight, where loading after the stores left the memory
-      // system idle for a round trip per group (ncu, H100: 29% achieved occupancy at 78 registers,
-      // so a thread's own loads are what hides the latency).
-      vec_t xn[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (t + kUnroll + u < t_end) xn[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (t + u < t_end) {
-          float cur[kV];
-          vec_t yv;
-#pragma unroll
-          for (int c = 0; c < kV; ++c) {
-            cur[c] = to_float(xv[u].elt[c]);
-            float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
-#pragma unroll
-            for (int j = 0; j < kHalo; ++j)
-              if (j >= lead) acc = fmaf(w[c][j], win[j][c], acc);
-            yv.elt[c] = from_float<T>(activate(acc, a.silu));
-          }
-          yv.store(op + (t + u) * a.out_seq_stride);
-#pragma unroll
-          for (int c = 0; c < kV; ++c) {
-#pragma unroll
-            for (int j = 0; j + 1 < kHalo; ++j) win[j][c] = win[j + 1][c];
-            if (kHalo > 0) win[kHaloAlloc - 1][c] = cur[c];
-          }
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) xv[u] = xn[u];
-    }
+    int32_t no_ids[kHaloAlloc];
+    channel_last_walk<false, kW, kUnroll>(xp, op, a.x_seq_stride, a.out_seq_stride, t0, t_end, xv, win, no_ids, w, bias,
+                                          a.silu, [](int64_t) { return 0; }, lead);
   }
 }
 

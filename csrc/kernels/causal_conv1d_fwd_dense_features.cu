@@ -87,6 +87,7 @@ struct DenseFeatArgs {
   const int32_t* seq_idx;
   int64_t seq_idx_batch_stride, seq_idx_seq_stride;
   bool seq_idx_vec;  // seq_idx rows have stride 1 and a 16-byte aligned base: aligned vector loads
+  bool seq_idx_vec_exact;  // and every vector's ids start on a 16-byte boundary (L % kNElts == 0, batch stride % 4 == 0)
   const int32_t* cu_seqlens;
   const int32_t* state_indices;
   const bool* has_initial_state;
@@ -142,7 +143,16 @@ __device__ __forceinline__ int64_t varlen_find(const DenseFeatArgs& a, int64_t b
 template <int kNElts>
 __device__ __forceinline__ int32_t vector_seq_id(const DenseFeatArgs& a, int64_t b, int64_t t) {
   int32_t ids[kNElts];
-  if (a.seq_idx_vec) {
+  if (a.seq_idx_vec_exact) {  // no shift: the vector's ids are kNElts / 4 aligned 16-byte words
+    const int32_t* p = a.seq_idx + b * a.seq_idx_batch_stride + t;
+#pragma unroll
+    for (int c = 0; c < kNElts / 4; ++c) {
+      Vec<int32_t, 4> v;
+      v.load(p + 4 * c);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ids[4 * c + i] = v.elt[i];
+    }
+  } else if (a.seq_idx_vec) {
     const int64_t first = b * a.seq_idx_batch_stride + t;
     const int shift = static_cast<int>(first & 3);
     const int32_t* p = a.seq_idx + (first - shift);
@@ -522,6 +532,7 @@ void dense_features_launch(const CausalConv1dFwdParams& p, const FwdDenseFeature
   a.seq_idx_batch_stride = p.seq_idx_batch_stride;
   a.seq_idx_seq_stride = p.seq_idx_seq_stride;
   a.seq_idx_vec = p.seq_idx != nullptr && (p.seqlen == 1 || p.seq_idx_seq_stride == 1) && is_aligned(p.seq_idx, 16);
+  a.seq_idx_vec_exact = a.seq_idx_vec && p.seqlen % kN == 0 && (p.batch == 1 || p.seq_idx_batch_stride % 4 == 0);
   a.cu_seqlens = p.cu_seqlens;
   a.state_indices = p.state_indices;
   a.has_initial_state = p.has_initial_state;

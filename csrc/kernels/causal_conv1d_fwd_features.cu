@@ -6,9 +6,10 @@
 // row. Before its first position a sequence reads its initial state (or zeros).
 //
 // Kernels:
-//   chunks        x and out with dim stride 1 on 8-byte channel groups, W <= 4, no cu_seqlens: the plain
-//                 channel-last walk with the features only in the chunks they touch, final states from the same
-//                 launch (below; fp32 calls too small for 16-step chunks go to the staged kernel instead).
+//   chunks        x and out with dim stride 1 on 8-byte channel groups, W <= 4, no cu_seqlens (with seq_idx:
+//                 groups filling whole warps): the plain channel-last walk with the features only in the chunks
+//                 they touch, final states from the same launch (below; fp32 calls too small for 16-step chunks
+//                 go to the staged kernel instead).
 //   channel_last  x and out with dim stride 1 that neither the chunks nor the staged kernel takes: a thread owns one 8-byte group of channels (or one channel)
 //                 over a chunk of time steps and keeps the last W-1 inputs in registers, as the plain
 //                 channel-last kernel does; at a sequence start the window is reset to that sequence's
@@ -29,6 +30,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "causal_conv1d_channel_last_walk.cuh"
 #include "causal_conv1d_common.cuh"
 #include "causal_conv1d_fwd_channel_last.h"
 #include "causal_conv1d_fwd_features.h"
@@ -255,11 +257,12 @@ void features_channel_last_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
 
 // ---------------------------------------------------------------------------------------------
 // chunks: rows (no varlen) with dim stride 1, 8-byte channel groups, W <= 4. The plain channel-last kernel's
-// walk (causal_conv1d_fwd.cu: same items, same chunk lengths, same bound), where the features touch only a
-// few chunks: initial states change only the window of a chunk that starts before kHalo, and a chunk whose
-// window [t0 - kHalo, t_end) lies in one run of non-negative seq_idx is a plain chunk. Each item checks its
-// chunk's ids first and takes the plain walk, or the masked one (ids per step, a tap reads a window entry only when it
-// carries the output's id) where the run changes or padding tokens lie. After its items each thread writes the
+// walk (causal_conv1d_channel_last_walk.cuh: same items, same chunk lengths, same bound), where the features touch
+// only a few chunks: initial states change only the window of a chunk that starts before kHalo, and a chunk whose
+// window [t0 - kHalo, t_end) lies in one run of non-negative seq_idx is a plain chunk. With seq_idx the channel
+// groups fill whole warps (else the launch declines), so a warp holds one chunk: its lanes read the window's ids
+// (one each), a vote picks the plain walk or the masked one (a tap reads a window entry only when it carries the
+// output's id; ids shuffled from the lanes) where the run changes or padding tokens lie. After its items each thread writes the
 // final state of one (row, group) (write_final_state) when final_states cannot alias initial_states and
 // state_len = W - 1; otherwise the finalize launch does.
 
@@ -317,27 +320,28 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 
     // As the plain kernel: the halo and the first kUnroll steps are loaded before anything else.
     vec_t halo[kHaloAlloc];
-#pragma unroll
-    for (int i = 0; i < kHalo; ++i) {
-      const int64_t tt = t0 - kHalo + i;
-      if (tt >= 0) halo[i].load(xp + tt * a.x_seq_stride); else halo[i].set_zero();
-    }
     vec_t xv[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (t0 + u < t_end) xv[u].load(xp + (t0 + u) * a.x_seq_stride);
+    channel_last_chunk_loads<kHalo, kUnroll>(xp, a.x_seq_stride, t0, t_end, halo, xv);
     const int32_t* __restrict__ ids = Ktraits::kIds ? a.seq_idx + b * a.seq_idx_batch_stride : nullptr;
     float w[kV][kW];
     float bias[kV];
     load_weight_block<kV, kW>(w, bias, a.w, d0);
-    // seq_idx: whether the chunk's window [lo, t_end) is one run of non-negative ids.
+    // seq_idx: whether the chunk's window [lo, t_end) is one run of non-negative ids. The warp's lanes share the
+    // chunk (the launch makes sure of it) and the window has at most kWarpSize positions: lane l holds the id at
+    // lo + l, one vote decides, and the masked walk takes its ids from those lanes by shuffle.
+    const int64_t lo = t0 - kHalo > 0 ? t0 - kHalo : 0;
+    int32_t lane_seq_id = 0;
     bool plain = true;
     if (Ktraits::kIds) {
-      const int64_t lo = t0 - kHalo > 0 ? t0 - kHalo : 0;
-      const int32_t ref = ids[lo * a.seq_idx_seq_stride];
-      plain = ref >= 0;
-      for (int64_t t = lo + 1; t < t_end; ++t) plain &= ids[t * a.seq_idx_seq_stride] == ref;
+      const int64_t t = lo + lane_id();
+      lane_seq_id = ids[(t < t_end ? t : lo) * a.seq_idx_seq_stride];
+      const int32_t ref = static_cast<int32_t>(warp_shfl(static_cast<unsigned int>(lane_seq_id), 0));
+      plain = warp_all(lane_seq_id == ref) && ref >= 0;
     }
+    // The id at position t (lo <= t < t_end) of this chunk; every lane of the warp calls it together.
+    auto id_at = [&](int64_t t) {
+      return static_cast<int32_t>(warp_shfl(static_cast<unsigned int>(lane_seq_id), static_cast<int>(t - lo)));
+    };
     Sequence s;
     set_slot(a, b, s);
     if (!s.active) continue;  // a padded slot: nothing written
@@ -352,64 +356,20 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         win[i][c] = tt >= 0 || !s.has_init ? to_float(halo[i].elt[c]) : init_at<T>(a, s.slot, d0 + c, a.state_len + tt);
     }
 
-    // The walk; kMasked: ids per step (win_id[i]: the id of win[i]; before t = 0 seq_idx[b, 0], which the
-    // initial window carries), padding tokens output 0.
-    auto walk = [&](auto masked) {
-      constexpr bool kMasked = decltype(masked)::value;
-      int32_t win_id[kHaloAlloc];
-      if (kMasked) {
+    // The plain walk, or the masked one (the window before t = 0 carries seq_idx[b, 0], as the initial state does).
+    int32_t win_id[kHaloAlloc];
+    if (!Ktraits::kIds || plain) {
+      channel_last_walk<false, kW, kUnroll>(xp, op, a.x_seq_stride, a.out_seq_stride, t0, t_end, xv, win, win_id, w,
+                                            bias, a.silu, id_at);
+    } else {
 #pragma unroll
-        for (int i = 0; i < kHalo; ++i) {
-          const int64_t tt = t0 - kHalo + i;
-          win_id[i] = ids[(tt >= 0 ? tt : 0) * a.seq_idx_seq_stride];
-        }
+      for (int i = 0; i < kHalo; ++i) {
+        const int64_t tt = t0 - kHalo + i;
+        win_id[i] = id_at(tt >= 0 ? tt : 0);
       }
-      for (int64_t t = t0; t < t_end; t += kUnroll) {
-        // The plain walk loads the next kUnroll steps before this step's compute (as the plain kernel); the
-        // masked one, rare and holding the window's ids too, after it (no registers for a second group).
-        vec_t xn[kUnroll];
-        if (!kMasked) {
-#pragma unroll
-          for (int u = 0; u < kUnroll; ++u)
-            if (t + kUnroll + u < t_end) xn[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (t + u < t_end) {
-            const int32_t id = kMasked ? ids[(t + u) * a.seq_idx_seq_stride] : 0;
-            float cur[kV];
-            vec_t yv;
-#pragma unroll
-            for (int c = 0; c < kV; ++c) {
-              cur[c] = to_float(xv[u].elt[c]);
-              float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
-#pragma unroll
-              for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], !kMasked || win_id[j] == id ? win[j][c] : 0.f, acc);
-              yv.elt[c] = from_float<T>(kMasked && id < 0 ? 0.f : activate(acc, a.silu));
-            }
-            yv.store(op + (t + u) * a.out_seq_stride);
-#pragma unroll
-            for (int c = 0; c < kV; ++c) {
-#pragma unroll
-              for (int j = 0; j + 1 < kHalo; ++j) win[j][c] = win[j + 1][c];
-              if (kHalo > 0) win[kHaloAlloc - 1][c] = cur[c];
-            }
-            if (kMasked) {
-#pragma unroll
-              for (int j = 0; j + 1 < kHalo; ++j) win_id[j] = win_id[j + 1];
-              if (kHalo > 0) win_id[kHaloAlloc - 1] = id;
-            }
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (!kMasked) xv[u] = xn[u];
-          else if (t + kUnroll + u < t_end) xv[u].load(xp + (t + kUnroll + u) * a.x_seq_stride);
-        }
-      }
-    };
-    if (!Ktraits::kIds || plain) walk(std::false_type{});
-    else walk(std::integral_constant<bool, Ktraits::kIds>{});
+      channel_last_walk<Ktraits::kIds, kW, kUnroll>(xp, op, a.x_seq_stride, a.out_seq_stride, t0, t_end, xv, win,
+                                                    win_id, w, bias, a.silu, id_at);
+    }
   }
   // The final states, after every walk of this thread (so nothing of them stays in registers over a walk: written
   // before the walk, they made ptxas spill 60 bytes at 16-bit W = 4): one (row, group) per thread, from x again.
@@ -444,12 +404,20 @@ bool features_chunks_launch(const FwdFeatureArgs& a, bool fuse_final, bool small
   // The plain channel-last kernel's choice: 16-step chunks when they make two rounds of resident threads.
   const int64_t resident = features_chunks_resident_threads<Ktraits>();
   const int64_t rows = a.rows * plan.n_groups;
+  // seq_idx: the ids check needs warps whose lanes share one chunk: items are (row, chunk, group) with the group
+  // fastest and the grid a whole number of warps, so n_groups % kWarpSize == 0 gives that; and a chunk window
+  // (chunk_len + kHalo positions) of at most kWarpSize. Other calls go to the staged or register feature kernel.
+  if (kIds && plan.n_groups % kWarpSize != 0) return false;
+  constexpr int64_t kMaxChunk =
+      kIds ? std::min<int64_t>(Ktraits::kMaxChunk, (kWarpSize - (kW - 1)) / Ktraits::kUnroll * Ktraits::kUnroll)
+           : Ktraits::kMaxChunk;
+  static_assert(Ktraits::kShortChunk + kW - 1 <= kWarpSize, "a short chunk's window fits a warp");
   if (rows * ((a.seqlen + Ktraits::kShortChunk - 1) / Ktraits::kShortChunk) >= 2 * resident) {
     plan.chunk_len = Ktraits::kShortChunk;
   } else {
     if (small_to_staged) return false;
-    plan.chunk_len = plan_time_chunk_len(rows, a.seqlen, resident, Ktraits::kUnroll, Ktraits::kMinChunk,
-                                         Ktraits::kMaxChunk, Ktraits::kTargetThreads);
+    plan.chunk_len = std::min(kMaxChunk, plan_time_chunk_len(rows, a.seqlen, resident, Ktraits::kUnroll,
+                                                             Ktraits::kMinChunk, kMaxChunk, Ktraits::kTargetThreads));
   }
   plan.n_chunks = (a.seqlen + plan.chunk_len - 1) / plan.chunk_len;
   plan.n_items = rows * plan.n_chunks;
