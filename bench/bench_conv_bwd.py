@@ -6,6 +6,9 @@
 Each step (forward, and forward + torch.autograd.grad for x, weight and bias) is captured in a CUDA graph
 and its replays timed with CUDA events, L2 flushed: GPU time, no host overhead. backward = fwd+grad - fwd.
 Bytes = x read + dout read + dx written; "of copy" = that rate over a device copy's in the same run.
+"copy-speed fwd+bwd" = a same-size copy of the forward's bytes (x read, y written) plus one of the backward's
+(x and dout read, dx written), timed the same way: what a fwd+bwd at copy speed would take; "fla at copy
+speed" = fla's fwd+bwd over it, the most any implementation could lead fla by on that row.
 "cl" rows store x as [B, L, D]. fla takes [B, L, D] with weight and bias in x's dtype: it runs on every row,
 given the transposed view of x on contiguous rows (whatever it does with that view is timed) and, for fp32
 weights, weight and bias cast to x's dtype inside the timed step (so it also differentiates through the cast).
@@ -93,11 +96,21 @@ def step_times(fn, x, w, b, dout):
         return f"{type(e).__name__}: {str(e)[:80]}"
 
 
+def same_bytes_copy_us(n_elts: int, dtype) -> float:
+    """GPU time of a device copy of n_elts elements of dtype (n_elts read and n_elts written)."""
+    src = torch.randn(n_elts, device="cuda").to(dtype)
+    dst = torch.empty_like(src)
+    t = graph_time_us(lambda: dst.copy_(src))
+    del src, dst
+    return t
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="five shapes only")
     p.add_argument("--out", type=Path, help="the run's JSON")
     p.add_argument("--fla-full-autotune", action="store_true", help="with --quick: all of fla's autotune configs")
+    p.add_argument("--shapes", help="comma-separated indices into SHAPES (instead of the quick or full set)")
     args = p.parse_args(argv)
     need_cuda("bench_conv_bwd")
     t_start = time.perf_counter()
@@ -109,7 +122,10 @@ def main(argv=None):
     print(f"copy {copy:.2f} TB/s; backward µs (of copy), fwd+bwd µs, first calls s (compiles, autotuning)",
           flush=True)
     rows = []
-    for xd, wd, B, D, L, W in [SHAPES[i] for i in QUICK] if args.quick else SHAPES:
+    picked = [int(i) for i in args.shapes.split(",")] if args.shapes else QUICK if args.quick else range(len(SHAPES))
+    for xd, wd, B, D, L, W in [SHAPES[i] for i in picked]:
+        n = B * D * L
+        copy_fwd_bwd = same_bytes_copy_us(n, DTYPES[xd]) + same_bytes_copy_us(n * 3 // 2, DTYPES[xd])
         for layout in ("contiguous", "cl"):
             torch.manual_seed(B * D + L + W)
             x = (torch.randn(B, L, D, device="cuda", dtype=DTYPES[xd]).transpose(1, 2) if layout == "cl"
@@ -121,7 +137,7 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 t = step_times(fn, x, w, b, dout)
                 row = {"op": "bwd", "impl": name, "x_dtype": xd, "w_dtype": wd, "shape": [B, D, L], "width": W,
-                       "layout": layout}
+                       "layout": layout, "copy_fwd_bwd_us": copy_fwd_bwd}
                 if isinstance(t, str):
                     rows.append({**row, "error": t})
                 else:
@@ -150,10 +166,18 @@ def table(rows, copy) -> str:
         ours = by.get("aiter_lite", {})
         peers = [r["fwd_bwd_us"] for n, r in by.items() if n != "aiter_lite" and "fwd_bwd_us" in r]
         ratio = f"{min(peers) / ours['fwd_bwd_us']:.2f}x" if peers and "fwd_bwd_us" in ours else "–"
+        fla = by.get("fla", {})
+        cfb = next(iter(by.values()))["copy_fwd_bwd_us"]
+        vs_fla = (f"{fla['fwd_bwd_us'] / ours['fwd_bwd_us']:.2f}x" if "fwd_bwd_us" in fla and "fwd_bwd_us" in ours
+                  else "–")
+        fla_bound = f"{fla['fwd_bwd_us'] / cfb:.2f}x" if "fwd_bwd_us" in fla else "–"
+        fwd_bwd = f"{ours['fwd_bwd_us']:.1f}" if "fwd_bwd_us" in ours else "–"
         lines.append([f"{xd} / {wd}", f"{shape}, {w}", layout, *(cell(by.get(n)) for n in ("aiter_lite", "dao",
-                                                                                         "fla", "torch")), ratio])
+                                                                                         "fla", "torch")), ratio,
+                      fwd_bwd, f"{cfb:.1f}", vs_fla, fla_bound])
     return f"\ncopy {copy:.2f} TB/s; backward µs (of copy)\n" + md_table(
-        ["x / w", "B×D×L, W", "layout", "aiter_lite", "dao", "fla", "torch", "fwd+bwd: ours vs best peer"], lines)
+        ["x / w", "B×D×L, W", "layout", "aiter_lite", "dao", "fla", "torch", "fwd+bwd: ours vs best peer",
+         "ours fwd+bwd µs", "copy-speed fwd+bwd µs", "ours vs fla", "fla at copy speed"], lines)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ struct BwdRowsPlan {
   bool shifted = false;   // rows off the 16-byte grid (odd L): masked vectors of the flat array
   bool seq = false;       // seq_idx (aligned rows): masks only where a sequence starts
   int64_t partial_rows = 0;
-  int64_t seq_start_words = 0;  // seq: 32-bit words of sequence-start bits in the workspace (after the partials)
+  int64_t seq_start_words = 0;  // seq: 32-bit words of sequence marks in the workspace (after the partials)
 };
 BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p);
 void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,

@@ -19,13 +19,19 @@
 //      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
 //
-// seq_idx (aligned rows, kSeq): a first small kernel (seq_starts_kernel) writes one bit per position, set
-// where a new sequence starts, to the workspace; a lane reads the bits of its vector's window (two 32-bit
-// words, shared by every channel of the batch row). A vector whose window holds no start (packed sequences
-// of hundreds of tokens: nearly all) takes the plain path; one that holds a start loads the ids of its
-// window and masks every tap and gradient across it (and reloads them in the descending pass). Reading the
-// ids themselves for every vector (16 ids a vector of 8) moved more bytes through L2 than x, dout and dx:
-// 1 x 4096 x 32768 bf16 with 64 sequences took 559.9 us against 282.9 without seq_idx (H100, 2026-11-25).
+// seq_idx (aligned rows, kSeq): a first small kernel (seq_marks_kernel) writes two bits per position to the
+// workspace: "a new sequence starts here" and "this id recurs within the width before it, across a start"
+// (ids 0 1 0). With the other loads, a lane reads the marks of its vectors' windows (two 8-byte words each,
+// shared by every channel of the batch row). Every vector masks each tap and gradient that crosses a
+// sequence boundary, telling the sequences apart by the count of starts before each position (all in
+// registers); only a window with a recurring id loads its ids and compares them (the reference's rule:
+// equal ids are one sequence). Why every vector, not only those whose window holds a start: a start lands
+// in nearly every warp tile of packed sequences, and a warp that runs the masked path for one lane runs it
+// at the cost of a whole warp step beside the plain one. H100, 2026-11-25, 1 x 4096 x 32768 bf16 with 64
+// packed sequences (282 us without seq_idx; bench/lab/conv_bwd/check.py ab): ids loaded for every vector, a
+// masked path where a window held a start 570 us; start bits, then the ids, on that path 809 us; marks and
+// a per-tap select 1020 us (ncu: instruction fetch its first stall, 77.6 KB of code for bf16 W = 4 against
+// 25.6 KB without seq_idx); every vector masked 460 us.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -69,7 +75,7 @@ struct BwdRowsTraits {
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
   // Shifted rows hold their masks too: 7 blocks at W <= 4 (5 with 2 vectors per lane; ptxas 13.0 spilled
   // 16-80 bytes at the aligned bounds, 16 at 6 blocks).
-  // seq_idx mode holds a vector's ids (kNElts + 2 kSeqPad) on its masked path.
+  // seq_idx mode holds a window's sequence numbers (kNElts + 2 kSeqPad).
   static constexpr int kMinBlocks =
       kSeq_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 6 : (kWidth_ <= 6 ? 5 : 4)))
       : kShifted_ ? (kVecs_ >= 2 ? (kWidth_ <= 6 ? 5 : 4) : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
@@ -84,7 +90,7 @@ struct BwdRowsTraits {
   static constexpr int kHaloWordsAlloc = kHaloWords > 0 ? kHaloWords : 1;
   // Lanes after a vector that hold its dpre lookahead (kHalo elements).
   static constexpr int kAheadLanes = (kHalo + kNElts - 1) / kNElts;
-  // seq_idx: ids loaded on either side of a vector on its masked path (its halo).
+  // seq_idx: sequence numbers on either side of a vector (its halo).
   static constexpr int kSeqPad = kHalo > 0 ? kHalo : 1;
   static constexpr int kSeqLen = kNElts + 2 * kSeqPad;
   using vec_t = Vec<T, kNElts>;
@@ -101,7 +107,7 @@ struct BwdRowsArgs {
   BwdPartials partials;
   const int32_t* seq_idx;     // kSeq: [B, L]
   int64_t seq_batch_stride, seq_seq_stride;
-  const uint32_t* seq_starts;  // kSeq: [B, seq_words] bits, set where a sequence starts
+  const uint2* seq_marks;  // kSeq: [B, seq_words] words of 32 positions (seq_marks_kernel)
   int64_t seq_words;
   int64_t seqlen;
   int32_t row_vecs;         // aligned: L / kNElts
@@ -129,13 +135,19 @@ __device__ __forceinline__ void window_from_words(float (&xs)[Ktraits::kHalo + K
   for (int i = 0; i < Ktraits::kNElts; ++i) xs[Ktraits::kHalo + i] = to_float(xv.elt[i]);
 }
 
-// seq_idx ids of the positions e - kSeqPad .. e + kNElts + kSeqPad - 1 of a row: before 0 the row's first
-// id (initial states continue the first sequence), past the row end its last (dpre is zero there).
+// A sequence number for each of the positions e - kSeqPad .. e + kNElts + kSeqPad - 1 of a row (two positions
+// within the width of each other are in one sequence when their numbers are equal): either the seq_idx ids
+// (load: before 0 the row's first id, as the initial states continue the first sequence; past the row end
+// its last, where dpre is zero) or, from the window's start marks, the count of starts up to the position.
 template <typename Ktraits>
 struct SeqWindow {
   static constexpr int kPad = Ktraits::kSeqPad;
   int32_t id[Ktraits::kSeqLen];
 
+  __device__ __forceinline__ void from_starts(uint32_t starts) {
+#pragma unroll
+    for (int m = 0; m < Ktraits::kSeqLen; ++m) id[m] = __popc(starts & ((2u << m) - 1u));
+  }
   __device__ __forceinline__ void load(const int32_t* __restrict__ row_ids, int64_t stride, int64_t e, int64_t L) {
 #pragma unroll
     for (int m = 0; m < Ktraits::kSeqLen; ++m) {
@@ -147,47 +159,69 @@ struct SeqWindow {
   __device__ __forceinline__ int32_t at(int off) const { return id[kPad + off]; }
 };
 
-// No sequence starts at the positions e - kHalo + 1 .. e + kNElts + kHalo - 1 of the row (so every tap and
-// gradient of the vector at e stays in one sequence); row_bits: the row's start bits.
+// The marks of the positions e - kSeqPad + m, m = 1 .. kSeqLen - 1, of a row (bit m; bit 0 and the bits
+// past the window clear: no pair of positions inside the window has a start or a recurring id between them
+// there): .x sequence starts, .y recurring ids. row_marks: the row's words of 32 positions (none set at
+// positions <= 0 or >= L).
 template <typename Ktraits>
-__device__ __forceinline__ bool in_one_sequence(const uint32_t* __restrict__ row_bits, int64_t words, int64_t e,
-                                                int64_t L) {
-  const int64_t lo = e - Ktraits::kHalo + 1 > 1 ? e - Ktraits::kHalo + 1 : 1;  // position 0 starts nothing
-  const int64_t hi = e + Ktraits::kNElts + Ktraits::kHalo - 1 < L - 1 ? e + Ktraits::kNElts + Ktraits::kHalo - 1 : L - 1;
-  if (lo > hi) return true;
-  static_assert(Ktraits::kNElts + 2 * Ktraits::kHalo <= 33, "a window's bits span at most two words");
-  const int64_t w0 = lo >> 5;
-  uint64_t bits = row_bits[w0];
-  if (w0 + 1 < words) bits |= static_cast<uint64_t>(row_bits[w0 + 1]) << 32;
-  const uint64_t span = ((uint64_t{1} << (hi - lo + 1)) - 1) << (lo & 31);
-  return (bits & span) == 0;
+__device__ __forceinline__ uint2 window_marks(const uint2* __restrict__ row_marks, int64_t words, int64_t e) {
+  constexpr int kLen = Ktraits::kSeqLen;
+  static_assert(kLen <= 32 && Ktraits::kSeqPad < 32, "a window's marks span at most two words");
+  const int64_t p0 = e - Ktraits::kSeqPad;
+  const int64_t w0 = p0 >> 5;  // floor: -1 at the row start; past the row in a tile's last vectors
+  const uint2 lo = w0 >= 0 && w0 < words ? row_marks[w0] : make_uint2(0u, 0u);
+  const uint2 hi = w0 + 1 < words ? row_marks[w0 + 1] : make_uint2(0u, 0u);
+  const int sh = static_cast<int>(p0 & 31);
+  constexpr uint32_t kKeep = (kLen < 32 ? (1u << kLen) - 1u : ~0u) & ~1u;
+  auto cut = [&](uint32_t a, uint32_t b) {
+    return static_cast<uint32_t>(((static_cast<uint64_t>(b) << 32) | a) >> sh) & kKeep;
+  };
+  return make_uint2(cut(lo.x, hi.x), cut(lo.y, hi.y));
 }
 
-// Bit i of word (b, k): position 32 k + i of row b starts a new sequence (0 < t < L, id[t] != id[t - 1]).
+// Word (b, k) of the sequence marks, position t = 32 k + i of row b at bit i: .x set where a new sequence
+// starts (0 < t < L, id[t] != id[t - 1]); .y set where id[t] equals the id of a position t - j, j <= halo,
+// with a start between them (before 0, positions carry id[0]). One thread a position; each 32 lanes
+// gather their bits by shuffles.
 __global__ void __launch_bounds__(256)
-    causal_conv1d_bwd_seq_starts_kernel(const int32_t* __restrict__ seq, int64_t batch_stride, int64_t seq_stride,
-                                        int64_t L, int64_t words, int64_t n, uint32_t* __restrict__ out) {
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t b = idx / words, k = idx - b * words;
-    const int32_t* row = seq + b * batch_stride;
-    const int64_t t0 = 32 * k;
-    int32_t prev = row[(t0 > 0 ? t0 - 1 : 0) * seq_stride];
-    uint32_t bits = 0;
-#pragma unroll 8
-    for (int i = 0; i < 32; ++i) {
-      const int64_t t = t0 + i;
-      if (t >= L) break;
-      const int32_t id = row[t * seq_stride];
-      if (id != prev) bits |= 1u << i;
-      prev = id;
+    causal_conv1d_bwd_seq_marks_kernel(const int32_t* __restrict__ seq, int64_t batch_stride, int64_t seq_stride,
+                                       int64_t L, int halo, int64_t words, int64_t n, uint2* __restrict__ out) {
+  const int lane = lane_id();
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < n;
+       base += static_cast<int64_t>(gridDim.x) * blockDim.x) {  // n: a multiple of 32, whole words
+    const int64_t idx = base + threadIdx.x, word = idx >> 5;
+    uint32_t start = 0u, recur = 0u;
+    if (idx < n) {
+      const int64_t b = word / words;
+      const int64_t t = (word - b * words) * 32 + (idx & 31);
+      if (t < L) {
+        const int32_t* row = seq + b * batch_stride;
+        const int32_t id = row[t * seq_stride];
+        bool crossed = false;  // a start in (t - j, t]
+        int32_t later = id;
+#pragma unroll
+        for (int j = 1; j < kMaxTemplateWidth; ++j) {
+          if (j > halo) break;
+          const int32_t earlier = row[(t - j > 0 ? t - j : 0) * seq_stride];
+          crossed = crossed || earlier != later;
+          if (j == 1) start = crossed ? 1u : 0u;
+          recur |= crossed && earlier == id ? 1u : 0u;
+          later = earlier;
+        }
+      }
     }
-    out[idx] = bits;
+    uint32_t starts = start << (idx & 31), recurs = recur << (idx & 31);
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      starts |= warp_shfl(starts, lane ^ off);
+      recurs |= warp_shfl(recurs, lane ^ off);
+    }
+    if ((idx & 31) == 0 && idx < n) out[word] = make_uint2(starts, recurs);
   }
 }
 
 // Masks of the taps: same(own, off) says whether the position at offset off from the vector start is in the
-// sequence of the position at offset own. NoMask: every tap (no seq_idx, or a window of one id).
+// sequence of the position at offset own. NoMask: every tap (no seq_idx).
 struct NoMask {
   __device__ __forceinline__ bool operator()(int, int) const { return true; }
 };
@@ -240,6 +274,20 @@ __device__ __forceinline__ void dx_of_vector(float (&g)[Ktraits::kNElts],
       acc_x = fmaf(w[j], same(i, i + kHalo - j) ? dpw[i + kHalo - j] : 0.f, acc_x);
     g[i] = acc_x;
   }
+}
+
+// Where a window's sequence numbers come from: its start marks, or its ids where one recurs (ids).
+struct SeqSource {
+  const int32_t* row_ids;
+  int64_t stride, e, L;
+  uint32_t starts;
+  bool ids;
+};
+
+template <typename Ktraits>
+__device__ __forceinline__ void seq_window(SeqWindow<Ktraits>& sq, const SeqSource& src) {
+  if (src.ids) sq.load(src.row_ids, src.stride, src.e, src.L);
+  else sq.from_starts(src.starts);
 }
 
 // Shifted rows: vector v of the flat array, zeros outside it (the array's last, partial vector element by
@@ -348,7 +396,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const T* __restrict__ gr = static_cast<const T*>(a.dout) + base_off;
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
     const int32_t* __restrict__ row_ids = kSeq ? a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride : nullptr;
-    const uint32_t* __restrict__ row_bits = kSeq ? a.seq_starts + static_cast<int64_t>(b) * a.seq_words : nullptr;
+    const uint2* __restrict__ row_marks = kSeq ? a.seq_marks + static_cast<int64_t>(b) * a.seq_words : nullptr;
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
@@ -377,6 +425,19 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
       for (int h = 0; h < kHaloWordsAlloc; ++h) next_halo[h] = 0u;
     }
+    // seq_idx: the marks of each vector's window and of the next vector's (kSeq), loaded with the data.
+    // by_id bit k (kVecs: the next vector): the window holds a recurring id.
+    uint32_t starts[kSeq ? kVecs + 1 : 1];
+    uint32_t by_id = 0;
+    if constexpr (kSeq) {
+#pragma unroll
+      for (int k = 0; k <= kVecs; ++k) {
+        const int64_t e = (static_cast<int64_t>(v0) + k * kWarpSize) * kNElts;
+        const uint2 m = k < kVecs || has_next ? window_marks<Ktraits>(row_marks, a.seq_words, e) : make_uint2(0u, 0u);
+        starts[k] = m.x;
+        by_id |= (m.y != 0u ? 1u : 0u) << k;
+      }
+    }
     // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
     // (lane 0, and the next lanes too when the halo is longer than a vector: fp32 with W >= 6).
     const int64_t e0 = static_cast<int64_t>(v0) * kNElts - shift;
@@ -403,7 +464,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
     for (int j = 0; j <= kW; ++j) acc[j] = 0.f;
     uint32_t prev_shfl[kHaloWordsAlloc] = {};
-    uint32_t mixed = 0;  // kSeq: bit k set when vector k's window holds a sequence start
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       uint32_t halo_words[kHaloWordsAlloc];
@@ -426,18 +486,12 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         for (int i = 0; i < kHalo; ++i)
           if (e0 + i < kHalo) xs[i] = init_x[i];
       }
-      bool plain = true;
-      if constexpr (kSeq) {
-        if (!in_one_sequence<Ktraits>(row_bits, a.seq_words, e, L)) {
-          SeqWindow<Ktraits> sq;
-          sq.load(row_ids, a.seq_seq_stride, e, L);
-          plain = false;
-          mixed |= 1u << k;
-          dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu, SeqMask<Ktraits>{sq});
-          sums_of_vector<Ktraits>(acc, dp[k], xs, SeqMask<Ktraits>{sq});
-        }
-      }
-      if (plain) {
+      if constexpr (kSeq) {  // every vector masked (the file comment says why)
+        SeqWindow<Ktraits> sq;
+        seq_window<Ktraits>(sq, SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0});
+        dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu, SeqMask<Ktraits>{sq});
+        sums_of_vector<Ktraits>(acc, dp[k], xs, SeqMask<Ktraits>{sq});
+      } else {
         dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
         if constexpr (kShifted)
           if (!inside) mask_dpre<Ktraits>(dp[k], e, L);
@@ -452,16 +506,13 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       window_from_words<Ktraits>(xs, next_halo, xn);
       const int64_t e = static_cast<int64_t>(v_next) * kNElts - shift;
       if constexpr (kShifted) mask_window<Ktraits>(xs, e, b, d, a);
-      bool plain = true;
       if constexpr (kSeq) {
-        if (has_next && !in_one_sequence<Ktraits>(row_bits, a.seq_words, e, L)) {
-          SeqWindow<Ktraits> sq;
-          sq.load(row_ids, a.seq_seq_stride, e, L);
-          plain = false;
-          dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu, SeqMask<Ktraits>{sq});
-        }
+        SeqWindow<Ktraits> sq;
+        seq_window<Ktraits>(sq, SeqSource{row_ids, a.seq_seq_stride, e, L, starts[kVecs], ((by_id >> kVecs) & 1u) != 0});
+        dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu, SeqMask<Ktraits>{sq});
+      } else {
+        dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
       }
-      if (plain) dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
       if constexpr (kShifted) mask_dpre<Ktraits>(dp_next, e, L);
       if (!has_next) {
 #pragma unroll
@@ -494,20 +545,19 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       float g[kNElts];
       const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
       const bool at_dinit = !kShifted && k == 0 && v0 == 0 && a.st.dinit != nullptr;
-      // kSeq: the ids again where they matter (a sequence start, or the states at the row's ends).
-      SeqWindow<Ktraits> sq;
-      const bool masked = kSeq && (((mixed >> k) & 1u) || at_final || at_dinit);
-      if (masked) {
-        sq.load(row_ids, a.seq_seq_stride, e, L);
+      if constexpr (kSeq) {
+        SeqWindow<Ktraits> sq;
+        seq_window<Ktraits>(sq, SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0});
         dx_of_vector<Ktraits>(g, dpw, w, SeqMask<Ktraits>{sq});
       } else {
         dx_of_vector<Ktraits>(g, dpw, w, NoMask{});
       }
       if (at_final) {
+        // The row's last sequence takes dfinal (the states at the row's two ends: a few lanes, ids read).
         const int32_t last_id = kSeq ? row_ids[(L - 1) * a.seq_seq_stride] : 0;
 #pragma unroll
         for (int i = 0; i < kNElts; ++i)
-          if (e + i >= L - kHalo && e + i < L && (!kSeq || sq.at(i) == last_id))
+          if (e + i >= L - kHalo && e + i < L && (!kSeq || row_ids[(e + i) * a.seq_seq_stride] == last_id))
             g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
                                   a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
       }
@@ -547,7 +597,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
             float acc_i = 0.f;
 #pragma unroll
             for (int j = 0; j <= kk; ++j)
-              acc_i = fmaf(w[j], !kSeq || sq.at(kk - j) == sq.at(-1) ? dpw[kk - j] : 0.f, acc_i);
+              acc_i = fmaf(w[j], !kSeq || row_ids[(kk - j) * a.seq_seq_stride] == row_ids[0] ? dpw[kk - j] : 0.f,
+                           acc_i);
             static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
                                         kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
           }
@@ -593,7 +644,7 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.seq_idx = p.seq_idx;
   a.seq_batch_stride = p.seq_idx_batch_stride;
   a.seq_seq_stride = p.seq_idx_seq_stride;
-  a.seq_starts = seq_starts;
+  a.seq_marks = reinterpret_cast<const uint2*>(seq_starts);
   a.seq_words = seq_words_of(p.seqlen);
   a.seqlen = p.seqlen;
   a.row_vecs = static_cast<int32_t>(p.seqlen / Ktraits::kNElts);
@@ -687,7 +738,7 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
     else if (efficiency(false, kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   }
   plan.seq = seq && plan.vecs_per_lane > 0;
-  if (plan.seq) plan.seq_start_words = B * seq_words_of(L);
+  if (plan.seq) plan.seq_start_words = 2 * B * seq_words_of(L);  // a uint2 of marks per 32 positions
   // Shifted rows (odd L, or rows that tile badly) while at least 40% of the lanes work: L = 129 bf16 is
   // about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
   if (plan.vecs_per_lane == 0 && !seq && fits(true)) {
@@ -706,10 +757,11 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
 void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
                   const BwdPartials& partials, uint32_t* seq_starts, gpuStream_t stream) {
   if (plan.seq) {
-    const int64_t words = seq_words_of(p.seqlen), n = p.batch * words;
+    const int64_t words = seq_words_of(p.seqlen), n = p.batch * words * 32;  // a thread per position
     const int64_t blocks = std::min<int64_t>((n + 255) / 256, kMaxGridX);
-    causal_conv1d_bwd_seq_starts_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
-        p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.seqlen, words, n, seq_starts);
+    causal_conv1d_bwd_seq_marks_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+        p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.seqlen, static_cast<int>(p.width - 1), words, n,
+        reinterpret_cast<uint2*>(seq_starts));
     AITER_LITE_LAUNCH_CHECK();
   }
   with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {

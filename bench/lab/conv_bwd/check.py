@@ -2,10 +2,11 @@
 test-only pybind11 shim (shim.cpp), built here with nvcc: the real binding is written elsewhere.
 
   python bench/lab/conv_bwd/check.py build            # compile the kernels + shim into $BUILD (default /tmp/conv_bwd)
-  python bench/lab/conv_bwd/check.py check            # gradients vs torch autograd of a float64 reference
+  python bench/lab/conv_bwd/check.py check [VARIANT]  # gradients vs torch autograd of a float64 reference
   python bench/lab/conv_bwd/check.py sanitize         # a few small calls per path (run under compute-sanitizer)
   python bench/lab/conv_bwd/check.py time [--peer]    # CUDA-graph timings vs a same-bytes copy (and causal-conv1d)
   python bench/lab/conv_bwd/check.py profile          # a channel-last and an odd-L call, for ncu
+  python bench/lab/conv_bwd/check.py ab [ROUNDS]       # packed-sequence rows, ours and the rows_* variants, interleaved
 """
 import concurrent.futures as cf
 import importlib.util
@@ -22,15 +23,29 @@ BUILD = os.environ.get("BUILD", "/tmp/conv_bwd")
 SOURCES = ["causal_conv1d_bwd.cu", "causal_conv1d_bwd_rows.cu", "causal_conv1d_bwd_channel_last.cu",
            "causal_conv1d_bwd_tile.cu"]
 DTYPE_ID = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-# A/B variants: module conv_bwd_shim_NAME = the base objects with SOURCE rebuilt under FLAGS (or NAME.o from
-# $PREBUILT, e.g. an earlier version's object; FLAGS None: only from there, else left out), timed beside the
-# base on rows of LAYOUT.
+# A/B variants: module conv_bwd_shim_NAME = the base objects with SOURCES rebuilt under FLAGS (or taken from
+# $PREBUILT: NAME.o for one source, NAME.SOURCE.o for several, e.g. an earlier version's objects compiled
+# with that version's headers; FLAGS None: only from there, else left out), timed beside the base on rows
+# of LAYOUT.
 ALL_VARIANTS = {
-    "cl_main": ("causal_conv1d_bwd_channel_last.cu", None, "cl"),  # an earlier version's object, e.g. main's
-    "cl_prev": ("causal_conv1d_bwd_channel_last.cu", None, "cl"),  # the version before this one
+    "cl_main": (("causal_conv1d_bwd_channel_last.cu",), None, "cl"),  # an earlier version's object, e.g. main's
+    "cl_prev": (("causal_conv1d_bwd_channel_last.cu",), None, "cl"),  # the version before this one
+    "rows_main": (("causal_conv1d_bwd_rows.cu",), None, "contig"),  # main's rows kernel
+    # the rows kernel and dispatch before commit 26bd73d (seq_idx: every vector's ids loaded)
+    "rows_prev": (("causal_conv1d_bwd.cu", "causal_conv1d_bwd_rows.cu"), None, "contig"),
+    # prebuilt only: rows objects of session 15's versions of the seq_idx path (docs/causal_conv1d.md, session 15)
+    "rows_calls": (("causal_conv1d_bwd_rows.cu",), None, "contig"),  # masked path out of line, where a start is
+    "rows_inline": (("causal_conv1d_bwd_rows.cu",), None, "contig"),  # the same inline, taken by the whole warp
 }
+
+
+def variant_object(name, src):
+    return f"{name}.o" if len(ALL_VARIANTS[name][0]) == 1 else f"{name}.{src}.o"
+
+
 VARIANTS = {n: v for n, v in ALL_VARIANTS.items()
-            if v[1] is not None or os.path.exists(f"{os.environ.get('PREBUILT', '')}/{n}.o")}
+            if v[1] is not None or all(os.path.exists(f"{os.environ.get('PREBUILT', '')}/{variant_object(n, src)}")
+                                       for src in v[0])}
 
 
 def build(arch="sm_90a"):
@@ -50,11 +65,13 @@ def build(arch="sm_90a"):
             jobs.append(nv + inc + ["-c", os.path.join(ROOT, "csrc/kernels", s), "-o", f"{BUILD}/{s}.o"])
     shim = ["g++", "-std=c++17", "-O2", "-fPIC", *inc, *py_inc, "-c", os.path.join(ROOT, "bench/lab/conv_bwd/shim.cpp")]
     jobs.append(shim + ["-o", f"{BUILD}/shim.o"])
-    for name, (src, flags, _) in VARIANTS.items():
-        if prebuilt and os.path.exists(f"{prebuilt}/{name}.o"):
-            subprocess.run(["cp", f"{prebuilt}/{name}.o", f"{BUILD}/{name}.o"], check=True)
-        else:
-            jobs.append(nv + inc + flags + ["-c", os.path.join(ROOT, "csrc/kernels", src), "-o", f"{BUILD}/{name}.o"])
+    for name, (srcs, flags, _) in VARIANTS.items():
+        for src in srcs:
+            obj = variant_object(name, src)
+            if prebuilt and os.path.exists(f"{prebuilt}/{obj}"):
+                subprocess.run(["cp", f"{prebuilt}/{obj}", f"{BUILD}/{obj}"], check=True)
+            else:
+                jobs.append(nv + inc + flags + ["-c", os.path.join(ROOT, "csrc/kernels", src), "-o", f"{BUILD}/{obj}"])
         jobs.append(shim + [f"-DSHIM_NAME=conv_bwd_shim_{name}", "-o", f"{BUILD}/shim_{name}.o"])
     t0 = time.time()
     with cf.ThreadPoolExecutor(len(jobs)) as ex:
@@ -68,8 +85,8 @@ def build(arch="sm_90a"):
                                   text=True).strip()
     subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim{ext}", *[f"{BUILD}/{s}.o" for s in SOURCES],
                     f"{BUILD}/shim.o", "-lcudart"], check=True)
-    for name, (src, _, _) in VARIANTS.items():
-        objs = [f"{BUILD}/{s}.o" for s in SOURCES if s != src] + [f"{BUILD}/{name}.o"]
+    for name, (srcs, _, _) in VARIANTS.items():
+        objs = [f"{BUILD}/{s}.o" for s in SOURCES if s not in srcs] + [f"{BUILD}/{variant_object(name, s)}" for s in srcs]
         subprocess.run(["nvcc", "-shared", "-o", f"{BUILD}/conv_bwd_shim_{name}{ext}", *objs, f"{BUILD}/shim_{name}.o",
                         "-lcudart"], check=True)
     print(f"built in {time.time() - t0:.1f} s")
@@ -336,6 +353,11 @@ def check(mod):
             feats = dict(bias=f != 1, silu=f != 2, init=f in (0, 3), dfinal=f in (0, 1), dinit=f in (0, 2))
             for B, D, L, seq in ((2, 24, 1024, (9, "")), (3, 8, 512, (3, "shuffle")), (2, 16, 2048, (600, ""))):
                 cases.append(dict(dtype=dt, wdtype=wdt, B=B, D=D, L=L, W=W, layout="contig", seq=seq, **feats))
+    # rows whose last tile runs past the row end (vectors beyond L: no marks there), one and two vectors a lane
+    for dt in (torch.bfloat16, torch.float32):
+        for D, seq in ((24, (9, "")), (16, (3, "shuffle")), (640, (40, "")), (640, (4, "shuffle"))):
+            cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=D, L=1000, W=4, layout="contig", seq=seq,
+                              init=True, dfinal=True, dinit=True, check_det=D > 100))
     for dt in (torch.bfloat16, torch.float16, torch.float32):
         cases.append(dict(dtype=dt, wdtype=torch.float32, B=2, D=512, L=4096, W=4, layout="contig", seq=(700, ""),
                           init=True, dfinal=True, dinit=True, check_det=True))
@@ -459,21 +481,65 @@ def time_all(mod, peer, variants=None, quick=False):
     return rows
 
 
+def time_ab(mod, variants, rounds=5):
+    """Packed sequences on contiguous rows (issue 25's case) and the same rows without seq_idx: ours and each
+    contiguous-layout variant, interleaved round by round; median and spread of the rounds' medians."""
+    names = ["ours"] + [n for n in variants if VARIANTS[n][2] == "contig"]
+    mods = {"ours": mod, **{n: variants[n] for n in names[1:]}}
+    bf, f32 = torch.bfloat16, torch.float32
+    print("\n x/w | BxDxL | W | copy us | " + " | ".join(f"{n} us median [min, max] (of copy)" for n in names))
+    for dt, B, D, L, W, n_seq in ((bf, 1, 4096, 32768, 4, 64), (f32, 1, 4096, 32768, 4, 64), (bf, 1, 4096, 32768, 4, 0),
+                                  (bf, 1, 4096, 32768, 4, 1024)):
+        src = torch.randn(B * D * L * 3 // 2, device="cuda").to(dt)
+        dst = torch.empty_like(src)
+        t_copy = gpu_time_us(lambda: dst.copy_(src))
+        del src, dst
+        sidx = None
+        if n_seq:
+            cuts = torch.sort(torch.randperm(L - 1)[: n_seq - 1] + 1).values
+            ids = torch.zeros(L, dtype=torch.int32)
+            ids[cuts] = 1
+            sidx = ids.cumsum(0).to(torch.int32).expand(B, L).contiguous().cuda()
+        x, dout = make_like("contig", B, D, L, dt), make_like("contig", B, D, L, dt)
+        w, b = (torch.randn(D, W, device="cuda") * 0.5), torch.randn(D, device="cuda")
+        times = {n: [] for n in names}
+        for _ in range(rounds):
+            for n in names:
+                times[n].append(gpu_time_us(Call(mods[n], x, w, b, dout, sidx, silu=True)))
+        cells = []
+        for n in names:
+            t = sorted(times[n])
+            cells.append(f"{t[len(t) // 2]:.1f} [{t[0]:.1f}, {t[-1]:.1f}] ({t_copy / t[len(t) // 2]:.2f})")
+        print(f" {str(dt)[6:]}/fp32 | {B}x{D}x{L}" + (f" seq{n_seq}" if n_seq else "") + f" | {W} | {t_copy:.1f} | "
+              + " | ".join(cells), flush=True)
+        del x, dout
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else "check"
     if cmd == "build":
         build(*(sys.argv[2:3]))
-    elif cmd == "check":
-        sys.exit(0 if check(load()) else 1)
+    elif cmd == "check":  # the base build, or the A/B variant named
+        sys.exit(0 if check(load(f"conv_bwd_shim_{sys.argv[2]}" if len(sys.argv) > 2 else "conv_bwd_shim")) else 1)
     elif cmd == "sanitize":
         sys.exit(0 if sanitize(load()) else 1)
-    elif cmd == "profile":  # one call each (run under ncu): bf16 channel-last 4x4096x4096 W=4, contiguous 3x1536x777 W=3
+    elif cmd == "profile":  # one call each (run under ncu): bf16 channel-last 4x4096x4096 W=4, contiguous
+        # 3x1536x777 W=3, contiguous 1x4096x32768 W=4 with 64 packed sequences
         torch.manual_seed(0)
-        for layout, (B, D, L, W) in (("cl", (4, 4096, 4096, 4)), ("contig", (3, 1536, 777, 3))):
+        for layout, (B, D, L, W), n_seq in (("cl", (4, 4096, 4096, 4), 0), ("contig", (3, 1536, 777, 3), 0),
+                                            ("contig", (1, 4096, 32768, 4), 64)):
             x, dout = make_like(layout, B, D, L, torch.bfloat16), make_like(layout, B, D, L, torch.bfloat16)
             w, b = torch.randn(D, W, device="cuda"), torch.randn(D, device="cuda")
-            Call(load(), x, w, b, dout, dx_layout=layout)()
+            sidx = None
+            if n_seq:
+                cuts = torch.sort(torch.randperm(L - 1)[: n_seq - 1] + 1).values
+                ids = torch.zeros(L, dtype=torch.int32)
+                ids[cuts] = 1
+                sidx = ids.cumsum(0).to(torch.int32).expand(B, L).contiguous().cuda()
+            Call(load(), x, w, b, dout, sidx, dx_layout=layout)()
         torch.cuda.synchronize()
+    elif cmd == "ab":
+        time_ab(load(), {n: load(f"conv_bwd_shim_{n}") for n in VARIANTS}, int(sys.argv[2]) if len(sys.argv) > 2 else 5)
     elif cmd == "time":
         time_all(load(), "--peer" in sys.argv, {n: load(f"conv_bwd_shim_{n}") for n in VARIANTS}, "--quick" in sys.argv)
     else:
