@@ -154,6 +154,29 @@ def test_conv_update_index_tensors_that_are_views(view):
     torch.testing.assert_close(state, ref_state, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("pad_slot_id", [3, 6, -1])
+def test_conv_update_pad_slot_id(pad_slot_id):
+    """vLLM's pad_slot_id keyword: a row whose index equals it is a padded slot (zero output, no slot
+    touched), whatever its value: a slot number inside the pool (3), one past it (6), the default -1."""
+    batch, dim, width, pool = 4, 8, 4, 6
+    x = random_normal((batch, dim), torch.float32, CPU)
+    state = random_normal((pool, dim, width - 1), torch.float32, CPU)
+    weight = random_normal((dim, width), torch.float32, CPU)
+    indices = torch.tensor([5, pad_slot_id, 0, 2], dtype=torch.int32)
+    ref_state = state.clone()
+    ref_indices = torch.where(indices == pad_slot_id, -1, indices).to(torch.int32)
+    ref = causal_conv1d_update_ref(x, ref_state, weight, None, "silu", None, ref_indices)
+    out = aiter_lite.causal_conv1d_update(x, state, weight, None, "silu", conv_state_indices=indices,
+                                          pad_slot_id=pad_slot_id)
+    assert (out[1] == 0).all() and rel_error(out, ref) <= 1e-6
+    torch.testing.assert_close(state, ref_state, rtol=0, atol=0)
+    if 0 <= pad_slot_id < pool:
+        other = aiter_lite.causal_conv1d_update(x, state.clone(), weight, None, "silu", conv_state_indices=indices)
+        assert rel_error(other[1], out[1]) > 0.5  # without the keyword, slot 3 is a real slot
+    with pytest.raises(TypeError, match="pad_slot_id"):
+        aiter_lite.causal_conv1d_update(x, state, weight, conv_state_indices=indices, pad_slot_id=1.5)
+
+
 def test_matmul_cluster_slots_without_a_gpu():
     """The planner mirror's cluster query: 0 off the GPU (no clusters), a clear error for a size the
     hardware has no clusters of."""

@@ -460,17 +460,20 @@ def causal_conv1d_varlen(x: torch.Tensor, weight: torch.Tensor, bias: Optional[t
 def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torch.Tensor,
                          bias: Optional[torch.Tensor] = None, activation: Optional[str] = None,
                          cache_seqlens: Optional[torch.Tensor] = None,
-                         conv_state_indices: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Decode step with the semantics of causal-conv1d's causal_conv1d_update.
+                         conv_state_indices: Optional[torch.Tensor] = None, pad_slot_id: int = -1) -> torch.Tensor:
+    """Decode step with the semantics of causal-conv1d's causal_conv1d_update (and vLLM's pad_slot_id).
 
     x: [batch, dim] or [batch, dim, seqlen]; conv_state: [batch (or pool), dim, state_len >= width-1],
     x's dtype, updated in place. cache_seqlens (int32 [batch]): conv_state is a circular buffer and
     the new tokens go to (cache_seqlens + t) % state_len. conv_state_indices (int32 [batch]): row b
     uses conv_state[indices[b]]; a negative index marks a padded slot (zero output, state untouched).
     On the CPU an index >= the pool size raises ValueError; on the GPU (where checking would cost a
-    device sync) it is treated like a padded slot.
+    device sync) it is treated like a padded slot. pad_slot_id (vLLM's keyword): an index equal to it
+    marks a padded slot too (the default, -1, is one of the negative ones).
     """
     use_silu = _silu_flag(activation)
+    if pad_slot_id != -1:
+        conv_state_indices = _mark_padded_slots(conv_state_indices, pad_slot_id)
     if not _well_formed_update(x, conv_state, weight, bias, cache_seqlens, conv_state_indices):
         _, _, bias, cache_seqlens, conv_state_indices = _check_update(
             x, conv_state, weight, bias, cache_seqlens, conv_state_indices)
@@ -480,6 +483,17 @@ def causal_conv1d_update(x: torch.Tensor, conv_state: torch.Tensor, weight: torc
                                 lambda: _run_update(x, conv_state, weight, bias, use_silu, cache_seqlens,
                                                     conv_state_indices))
     return _run_update(x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices)
+
+
+def _mark_padded_slots(conv_state_indices, pad_slot_id):
+    """conv_state_indices with every entry equal to pad_slot_id set to -1 (the kernels' padded slot)."""
+    if isinstance(pad_slot_id, bool) or not isinstance(pad_slot_id, int):
+        raise TypeError(f"pad_slot_id must be an int, got {type(pad_slot_id).__name__}")
+    if conv_state_indices is None or pad_slot_id < 0:
+        return conv_state_indices  # no pool indices, or a negative id: already a padded slot
+    if not isinstance(conv_state_indices, torch.Tensor):
+        return conv_state_indices  # the full checks name it
+    return conv_state_indices.masked_fill(conv_state_indices == pad_slot_id, -1)
 
 
 def _run_update(x, conv_state, weight, bias, use_silu, cache_seqlens, conv_state_indices) -> torch.Tensor:
