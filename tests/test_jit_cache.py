@@ -1,5 +1,6 @@
 """Cache keys, rebuilds, artifact integrity and build errors, on the tiny pybind11 test module."""
 import contextlib
+import hashlib
 import json
 import os
 import subprocess
@@ -185,3 +186,7 @@ def test_build_module_reports_the_library_path(tiny):
     assert (path.parent / "build.log").is_file() and (path.parent / "build.ninja").is_file()
     assert not (path.parent / "obj").exists()
     assert oct(tiny.cache.stat().st_mode & 0o777) == "0o700"
+    # key_inputs.json holds what the key hashed: its canonical form hashes to the artifact's key.
+    inputs = json.loads((path.parent / "key_inputs.json").read_text())
+    canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode()
+    assert hashlib.sha256(canonical).hexdigest()[:32] == manifest["key"] == key_of(tiny)

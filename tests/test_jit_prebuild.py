@@ -109,4 +109,18 @@ def test_prebuild_then_op_call_in_a_new_process_compiles_nothing(tmp_path, shado
         print(tuple(y.shape), tuple(c.shape))
     """, env)
     assert out.split() == ["(1,", "8,", "16)", "(5,", "7)"]
-    assert log.read_text().count("\n") == calls, "the op call rebuilt a module the CLI had prebuilt"
+    assert log.read_text().count("\n") == calls, \
+        "the op call rebuilt a module the CLI had prebuilt: " + _key_differences(tmp_path / "cache")
+
+
+def _key_differences(cache: Path) -> str:
+    """For each module with two artifacts of one backend: the key inputs (key_inputs.json) that differ."""
+    lines = []
+    for module_dir in sorted(p for p in cache.iterdir() if p.is_dir()):
+        inputs = [json.loads(f.read_text()) for f in sorted(module_dir.glob("*/key_inputs.json"))]
+        if len(inputs) == 2:
+            a, b = inputs
+            for field in sorted(set(a) | set(b)):
+                if a.get(field) != b.get(field):
+                    lines.append(f"{module_dir.name}.{field}: {a.get(field)!r} != {b.get(field)!r}")
+    return "; ".join(lines)[:4000] or "no key_inputs.json pair differs"

@@ -1,6 +1,7 @@
 """Build one module spec into the cache: lock, double-check, ninja, publish or record the failure."""
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -8,8 +9,9 @@ import time
 from ..errors import BuildError
 from . import lock as locks
 from . import toolchain
-from .cache import Manifest, ModuleCache
+from .cache import KEY_INPUTS, Manifest, ModuleCache
 from .env import JitEnv
+from .key import key_inputs
 from .ninja import default_jobs, device_threads, generate_ninja, run_ninja
 from .progress import BuildProgress, show_builds
 from .spec import ModuleSpec
@@ -70,6 +72,9 @@ def _build_locked(spec: ModuleSpec, cache: ModuleCache, env: JitEnv) -> Manifest
     jobs = default_jobs(env.max_jobs, spec.backend)
     (build_dir / "build.ninja").write_text(generate_ninja(spec, cache.library_name, cache.import_name,
                                                                 env.device_threads or device_threads(spec, jobs)))
+    # What the key hashed, beside the library: two artifacts of one module can be diffed to see why a
+    # call built again (docs/jit.md, "Cache key").
+    (build_dir / KEY_INPUTS).write_text(json.dumps(key_inputs(spec), sort_keys=True, indent=1))
     progress = BuildProgress(spec.name, spec.backend, spec.archs, [u.label for u in spec.units])
     progress.started(jobs, cache.artifact_dir)
     logger.debug("%s: building in %s", spec.name, build_dir)

@@ -26,6 +26,7 @@ from typing import Optional
 from ..errors import BuildError
 
 MANIFEST = "manifest.json"
+KEY_INPUTS = "key_inputs.json"  # what the artifact's key hashed (written by the builder, for diffing)
 BUILDER_LOCK = ".builder.lock"  # held (flock) by the process building in a .tmp-* dir
 ERROR_RECORD = "error.json"
 # A .new-* staging dir lives microseconds in a live builder (new_build_dir); older than this it is a
