@@ -139,6 +139,27 @@ def test_varlen_prefill_with_pool(dtype, layout, width):
     check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has)
 
 
+@pytest.mark.parametrize("pad_slot_id", [3, 9, -1])
+def test_prefill_then_decode_with_pad_slot_id(pad_slot_id):
+    """vLLM's calls on one pool: prefill, then decode steps whose padded rows carry pad_slot_id (a slot
+    number inside the pool, one past it, or -1): padded rows touch no slot, the others match the CPU."""
+    torch.manual_seed(2)
+    dim, width = 64, 4
+    pool = random_normal((9, dim, width - 1), torch.bfloat16, DEV)
+    weight, bias = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)
+    idx = torch.tensor([5, pad_slot_id, 0, 2], dtype=torch.int32, device=DEV)
+    ref_idx = torch.where(idx == pad_slot_id, -1, idx).to(torch.int32).cpu()
+    ref_pool = pool.cpu().clone()
+    for _ in range(3):
+        step = random_normal((4, dim), torch.bfloat16, DEV)
+        out = aiter_lite.causal_conv1d_update(step, pool, weight, bias, "silu", conv_state_indices=idx,
+                                              pad_slot_id=pad_slot_id)
+        ref = aiter_lite.ops.causal_conv1d_update_ref(step.cpu(), ref_pool, weight.cpu(), bias.cpu(), "silu",
+                                                      conv_state_indices=ref_idx)
+        assert rel_error(out.cpu()[[0, 2, 3]], ref[[0, 2, 3]]) <= TOLERANCE[torch.bfloat16]
+        torch.testing.assert_close(pool.cpu(), ref_pool, rtol=0, atol=0)
+
+
 def check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has):
     """The reference runs on the CPU copies; compare outputs of real sequences and the whole pool."""
     ref_pool = pool.cpu().clone()

@@ -1,4 +1,4 @@
-"""Write a registry with variants of module_causal_conv1d that differ only in their build-time shards
+"""Write a registry with variants of a module (--module, default module_causal_conv1d) that differ only in their build-time shards
 (docs/jit.md, "Shards"), for cold-build A/Bs on one host: <module>_unsharded (no "shards"), and
 <module>_<label> for each --variant label:file=N,file=N (file: the source's stem).
 
@@ -20,10 +20,13 @@ entry = json.loads((root / "jit_config.json").read_text())["modules"][args.modul
 
 
 def with_shards(shards: dict) -> dict:
-    def source(s):
-        path = s["path"] if isinstance(s, dict) else s
-        n = shards.get(Path(path).stem, 1)
-        return {"path": path, "shards": n} if n > 1 else path
+    def source(s):  # keeps the entry's other keys (archs); "shards" as asked, none for 1
+        entry = dict(s) if isinstance(s, dict) else {"path": s}
+        entry.pop("shards", None)
+        n = shards.get(Path(entry["path"]).stem, 1)
+        if n > 1:
+            entry["shards"] = n
+        return entry if len(entry) > 1 else entry["path"]
     return {**entry, "sources": {**entry["sources"], "cuda": [source(s) for s in entry["sources"]["cuda"]]}}
 
 
