@@ -381,6 +381,45 @@ void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, bool
   AITER_LITE_LAUNCH_CHECK();
 }
 
+}  // namespace
+
+// Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards; shard s
+// holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips the others).
+// The entries below (fwd_channel_last_staged_*), which pick the shard, are compiled in shard 0.
+template <int kShard, int kShards>
+void fwd_staged_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, bool features, bool fuse_final,
+                      gpuStream_t stream);
+
+#define AITER_LITE_FWD_STAGED_SHARD_EXTERN(s)                                                                 \
+  extern template void fwd_staged_shard<s, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, const WeightArgs&, \
+                                                              bool, bool, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_FWD_STAGED_SHARD_EXTERN)
+#undef AITER_LITE_FWD_STAGED_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// The kernels of this shard's widths (width_shard): the plain fp32 kernel, or the features kernel of x's dtype.
+template <int kShard, int kShards>
+void fwd_staged_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, bool features, bool fuse_final,
+                      gpuStream_t stream) {
+  if (!features) {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if constexpr (kW <= kMaxPlainWidth) fwd_staged_launch<float, kW, 16, false>(p, w, false, stream);
+    });
+    return;
+  }
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      fwd_staged_launch<scalar_t, kW, feature_lane_bytes<scalar_t, kW>(), true>(p, w, fuse_final, stream);
+    });
+  });
+}
+
+template void fwd_staged_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, const WeightArgs&,
+                                                                     bool, bool, gpuStream_t);
+
+#if AITER_LITE_SHARD == 0
+namespace {
+
 // Every row of channels of a dim-stride-1 tensor starts on a 16-byte boundary, and D fills whole 16-byte pieces.
 bool rows_of_16_bytes(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_t L, int64_t D, int elt) {
   const int64_t piece = 16 / elt;
@@ -395,6 +434,13 @@ bool staged_layout_fits(const CausalConv1dFwdParams& p) {
          rows_of_16_bytes(p.out, p.out_batch_stride, p.out_seq_stride, p.batch, p.seqlen, p.dim, elt);
 }
 
+void run_staged(const CausalConv1dFwdParams& p, const WeightArgs& w, bool features, bool fuse_final,
+                gpuStream_t stream) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+    fwd_staged_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, w, features, fuse_final, stream);
+  });
+}
+
 }  // namespace
 
 bool fwd_channel_last_staged_takes(const CausalConv1dFwdParams& p) {
@@ -403,21 +449,16 @@ bool fwd_channel_last_staged_takes(const CausalConv1dFwdParams& p) {
 
 void fwd_channel_last_staged_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
   if (!fwd_channel_last_staged_takes(p)) throw std::logic_error("aiter_lite causal_conv1d_fwd: not a staged call");
-  AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-    if constexpr (kW <= kMaxPlainWidth) fwd_staged_launch<float, kW, 16, false>(p, w, false, stream);
-  });
+  run_staged(p, w, false, false, stream);
 }
 
 bool fwd_channel_last_staged_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, bool fuse_final,
                                           gpuStream_t stream) {
   if (p.cu_seqlens != nullptr || !staged_layout_fits(p)) return false;
-  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      fwd_staged_launch<scalar_t, kW, feature_lane_bytes<scalar_t, kW>(), true>(p, w, fuse_final, stream);
-    });
-  });
+  run_staged(p, w, true, fuse_final, stream);
   return true;
 }
+#endif  // AITER_LITE_SHARD == 0
 
 }  // namespace conv1d
 }  // namespace aiter_lite
