@@ -84,7 +84,7 @@ void fwd_tiles(const CausalConv1dFwdParams& p, const std::vector<Row>& row_info,
   const int64_t items = p.batch * dim_blocks * seq_blocks;
   const bool masked = p.seq_idx != nullptr;
 
-#pragma omp parallel if (p.batch * p.dim * max_len * p.width >= (1 << 15))
+#pragma omp parallel if (worth_threads(p.batch * p.dim * max_len * p.width))
   {
     std::vector<float> xs(tile_rows * (tile_seq + halo)), ys(tile_rows * tile_seq);
     std::vector<float> mask(masked ? p.width * tile_seq : 0);
@@ -164,7 +164,7 @@ void write_final_states(const CausalConv1dFwdParams& p, const std::vector<Row>& 
   T* fin = static_cast<T*>(p.final_states);
   const int64_t halo = p.width - 1;
   const T zero = from_float<T>(0.f);
-#pragma omp parallel for schedule(static) if (p.batch * p.dim * p.state_len >= (1 << 15))
+#pragma omp parallel for schedule(static) if (worth_threads(p.batch * p.dim * p.state_len))
   for (int64_t item = 0; item < p.batch * p.dim; ++item) {
     const int64_t b = item / p.dim, d = item % p.dim;
     const Row& row = row_info[b];

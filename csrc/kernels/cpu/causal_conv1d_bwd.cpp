@@ -64,7 +64,7 @@ void bwd_impl(const CausalConv1dBwdParams& p, const std::vector<float>& w, const
   const bool want_dext = p.dx != nullptr || p.dinitial_states != nullptr;
   const bool want_dw = p.dweight != nullptr || p.dbias != nullptr;
 
-#pragma omp parallel if (p.batch * p.dim * (len + halo) * width >= (1 << 15))
+#pragma omp parallel if (worth_threads(p.batch * p.dim * (len + halo) * width))
   {
     Buffers buf(width, len, masked);
 #pragma omp for schedule(static)

@@ -7,6 +7,7 @@
 
 #include "causal_conv1d_params.h"
 #include "cpu_dtype.h"
+#include "cpu_parallel.h"
 
 namespace aiter_lite {
 namespace cpu_conv {

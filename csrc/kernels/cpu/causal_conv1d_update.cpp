@@ -29,7 +29,7 @@ void update_impl(const CausalConv1dUpdateParams& p, const std::vector<float>& w,
   const bool circular = p.cache_seqlens != nullptr;
   const int64_t dim_blocks = (p.dim + kRows - 1) / kRows;
 
-#pragma omp parallel if (p.batch * p.dim * (len + halo) >= (1 << 15))
+#pragma omp parallel if (worth_threads(p.batch * p.dim * (len + halo) * p.width))
   {
     std::vector<float> xs(kRows * (halo + len)), ys(kRows * len);
 #pragma omp for schedule(static)

@@ -5,6 +5,7 @@
 
 #include "causal_conv1d_params.h"
 #include "cpu_dtype.h"
+#include "cpu_parallel.h"
 
 namespace aiter_lite {
 
@@ -15,7 +16,7 @@ void causal_conv1d_varlen_states(const CausalConv1dVarlenStatesParams& p, void* 
     const T* x = static_cast<const T*>(p.x);
     T* states = static_cast<T*>(p.states);
     const T zero = from_float<T>(0.f);
-#pragma omp parallel for schedule(static) if (p.batch * p.dim * p.state_len >= (1 << 16))
+#pragma omp parallel for schedule(static) if (worth_threads(p.batch * p.dim * p.state_len))
     for (int64_t item = 0; item < p.batch * p.state_len; ++item) {
       const int64_t b = item / p.state_len, k = item % p.state_len;
       const int64_t pos = int64_t(p.cu_seqlens[b + 1]) - p.state_len + k;

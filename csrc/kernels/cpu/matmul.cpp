@@ -14,6 +14,7 @@
 #endif
 
 #include "cpu_dtype.h"
+#include "cpu_parallel.h"
 #include "matmul_epilogue_math.h"
 #include "matmul_params.h"
 
@@ -130,7 +131,7 @@ void matmul_impl(const MatmulParams& p) {
   const MatmulEpilogue& e = p.epilogue;
   const bool epilogue = !e.is_identity();
   const OutT* residual = static_cast<const OutT*>(e.residual);
-  const bool parallel = p.batch * p.m * p.n * p.k >= (1 << 18);
+  const bool parallel = worth_threads(p.batch * p.m * p.n * p.k);
 #ifdef _OPENMP
   const int64_t threads = parallel ? omp_get_max_threads() : 1;
 #else
