@@ -27,6 +27,7 @@ from ._common import (_GPU_BACKEND, DTYPE_CODES, _current_device, _is_compiling,
                       backend_of, check_no_alias, check_same_device, check_tensor, on_device, stream_of,
                       use_direct_call)
 from .matmul_repack import maybe_repack_pair
+from .matmul_shapes import matmul_any_shape, needs_reshape
 
 MODULE = "module_matmul"
 # "skinny": the memory-bound kernel for A with at most 16 rows (csrc/kernels/matmul_skinny.cuh), else as "auto".
@@ -67,7 +68,7 @@ def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     bb = b.shape[0] if b.dim() == 3 else 1
     if ba != bb and 1 not in (ba, bb):
         raise ValueError(f"a's batch ({ba}) and b's batch ({bb}) must match or be 1")
-    return (max(ba, bb), m, n)
+    return (bb if ba == 1 else ba, m, n)  # a batch of 1 broadcasts, to 0 too (max() gave 1 there: out of bounds)
 
 
 def _check_scalar(name: str, v) -> float:
@@ -353,7 +354,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
     """act(alpha * (a @ b) + bias) + beta * residual, in fp32, rounded once to the output dtype.
 
     a: [M, K] or [B, M, K]; b: [K, N] or [B, K, N] (a batch of 1, or a 2-D operand, broadcasts);
-    fp16/bf16/fp32, one dtype for both; any M, N, K >= 0 and any strides.
+    fp16/bf16/fp32, one dtype for both; any M, N, K >= 0 and any strides. With out=None, also
+    torch.matmul's other shapes: 1-D operands and several broadcasting batch dims (ops/matmul_shapes.py).
     bias: [N] (one value per output column), any float dtype. activation: None, "relu", "gelu" (exact,
     erf; "gelu_erf" is the same), "gelu_tanh" (tanh approximation), "silu". residual: the output's shape
     and dtype; may be `out` itself (an in-place residual add). out_dtype: None (a's dtype) or
@@ -369,6 +371,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None,
         c = _launch_fast(a, b, bias, activation, residual, alpha, beta, out_dtype)
         if c is not None:
             return c
+    if out is None and needs_reshape(a, b):  # 1-D operands, several batch dims: torch.matmul's rules
+        return matmul_any_shape(a, b, residual, lambda a3, b3, r3: matmul(
+            a3, b3, bias=bias, activation=activation, residual=r3, alpha=alpha, beta=beta, out_dtype=out_dtype,
+            allow_tf32=allow_tf32, variant=variant, config=config))
     _, _, act = _check(a, b, out, allow_tf32, variant, config, bias, activation, residual, alpha, beta, out_dtype)
     alpha, beta = float(alpha), float(beta)
     v = VARIANTS[variant]
