@@ -40,24 +40,11 @@ def matmul_any_shape(a: torch.Tensor, b: torch.Tensor, residual: Optional[torch.
     a3 = a2 if a2.dim() == 2 else a2.expand(*batch, m, k).reshape(folded, m, k)
     b3 = b2 if b2.dim() == 2 else b2.expand(*batch, k, n).reshape(folded, k, n)
     shape3 = (m, n) if a3.dim() == 2 and b3.dim() == 2 else (folded, m, n)
-    shape = (*batch, m, n)
+    # torch.matmul's result: the batch dims, then M unless a is 1-D and N unless b is 1-D.
+    shape = (*batch, *((m,) if a.dim() > 1 else ()), *((n,) if b.dim() > 1 else ()))
     if residual is not None:
-        want = _final_shape(shape, a.dim() == 1, b.dim() == 1)
-        if not isinstance(residual, torch.Tensor) or tuple(residual.shape) != want:
+        if not isinstance(residual, torch.Tensor) or tuple(residual.shape) != shape:
             got = tuple(residual.shape) if isinstance(residual, torch.Tensor) else type(residual).__name__
-            raise ValueError(f"residual must have the result's shape {want}, got {got}")
+            raise ValueError(f"residual must have the result's shape {shape}, got {got}")
         residual = residual.reshape(shape3)
-    c = call(a3, b3, residual).reshape(shape)
-    if b.dim() == 1:
-        c = c.squeeze(-1)
-    if a.dim() == 1:
-        c = c.squeeze(-2 if b.dim() != 1 else -1)
-    return c
-
-
-def _final_shape(shape: tuple, a_1d: bool, b_1d: bool) -> tuple:
-    if b_1d:
-        shape = shape[:-1]
-    if a_1d:
-        shape = shape[:-2] + shape[-1:] if not b_1d else shape[:-1]
-    return tuple(shape)
+    return call(a3, b3, residual).reshape(shape)
