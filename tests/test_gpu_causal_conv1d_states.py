@@ -258,6 +258,27 @@ def test_dense_kernel_prefill(dtype, width):
         check_varlen_on_gpu(x, weight, bias, pool, qsl, idx, has)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", [1, 2, 4, 6])
+def test_dense_kernel_prefill_many_short_sequences(dtype, width):
+    """Prefill on [dim, tokens] with hundreds of sequences of 0-40 tokens beside long ones: vectors that meet
+    three or more sequences (the dense kernel's per-element path), warp tiles holding more than 32 sequences,
+    empty sequences, tokens after the last sequence, padded slots and initial states among them."""
+    gen = torch.Generator().manual_seed(100 + width)
+    lengths = (torch.randint(0, 10, (150,), generator=gen).tolist() + [900]
+               + torch.randint(1, 40, (60,), generator=gen).tolist() + [1] * 40 + [333])
+    dim, total = 24, sum(lengths) + 5
+    x = random_normal((dim, total), dtype, DEV)
+    qsl = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device=DEV)
+    weight, bias = random_normal((dim, width), dtype, DEV), random_normal((dim,), dtype, DEV)
+    slots = len(lengths) + 8
+    pool = random_normal((slots, dim, max(width - 1, 1)), dtype, DEV)
+    idx = torch.randperm(slots, generator=gen)[:len(lengths)].to(torch.int32)
+    idx[torch.rand(len(lengths), generator=gen) < 0.1] = -1
+    has = torch.rand(len(lengths), generator=gen) < 0.6
+    check_varlen_on_gpu(x, weight, bias, pool, qsl, idx.to(DEV), has.to(DEV))
+
+
 def test_gpu_matches_cpu_kernels_on_prefill():
     x = make_x(1, 64, 300, torch.float32, DEV, "contiguous")[0]
     weight = random_normal((64, 4), torch.float32, DEV)
