@@ -132,7 +132,8 @@ def feature_impls(args, x, weight, bias, current_out):
 
 
 def run_varlen(args, device) -> list[Row]:
-    """Serving prefill: `batch` sequences of random lengths (mean seqlen) packed as [dim, total], a pool of
+    """Serving prefill: `batch` sequences of random lengths (mean seqlen) packed as [dim, total] (in --layout:
+    channel_last is the [dim, total] view of [total, dim] storage that vLLM's Mamba2 mixer passes), a pool of
     2*batch slots (every other one named), half of them starting from their slot; beside it the plain
     forward of the same [1, dim, total] tokens, and the states of the packed sequences."""
     rows = []
@@ -142,7 +143,7 @@ def run_varlen(args, device) -> list[Row]:
         lengths = torch.randint(1, 2 * seqlen, (batch,), generator=gen)
         total = int(lengths.sum())
         qsl = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)]).to(torch.int32).to(device)
-        x = random_normal((dim, total), dtype, device)
+        x = make_x(1, dim, total, dtype, device, args.layout)[0]
         weight = random_normal((dim, width), dtype, device)
         bias = None if args.no_bias else random_normal((dim,), dtype, device)
         pool = random_normal((2 * batch, dim, width - 1), dtype, device)
@@ -152,7 +153,8 @@ def run_varlen(args, device) -> list[Row]:
         ref_pool = pool.cpu().clone()
         ref = causal_conv1d_varlen_ref(x.cpu(), weight.cpu(), None if bias is None else bias.cpu(), ref_pool,
                                        qsl.cpu(), idx.cpu(), has.cpu(), act)
-        shape = f"varlen {batch} seqs x{dim} ({total} tokens) w{width}"
+        shape = f"varlen {batch} seqs x{dim} ({total} tokens) w{width}" + (
+            "" if args.layout == "contiguous" else f" {args.layout}")
         state_bytes = 2 * batch * dim * (width - 1) * x.element_size()
         nbytes = 2 * x.numel() * x.element_size() + state_bytes
         flops = 2 * width * x.numel()
