@@ -58,4 +58,3 @@ def test_the_seed_commands_run(flags):
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "rows within tolerance" in r.stdout
-

@@ -1,6 +1,6 @@
 """Serving prefill (`causal_conv1d_varlen`, issue 19's target: 0.9 of a same-size copy) in both layouts vLLM
 passes: x `[D, tokens]` contiguous (the dense feature kernel) and x a `[D, tokens]` view of `[tokens, D]`
-storage (channel-last). 64 sequences of random length 1-4096 (the issue's case), W = 4, a pool of 256 slots,
+storage (channel-last). 64 sequences of random length 1-4096 (the issue's case), W = 4, a pool of 1024 slots,
 has_initial_state random; also 8 long sequences and 512 short ones (1-256 tokens) over similar token counts.
 Bytes = x read + out written + the sequences' states read and written; copy = a device copy of as many bytes
 (half read, half written) in the same process. GPU µs of one call replayed from a CUDA graph, L2 flushed,
