@@ -51,9 +51,10 @@ struct CausalConv1dFwdParams {
   //   seq_idx[b, L-1] read as zeros; the initial window counts only if the last segment is also the first).
   // cu_seqlens (int32 [batch+1], varlen mode): x and out hold one packed row (batch stride unused);
   //   row b is positions cu_seqlens[b] .. cu_seqlens[b+1]-1 of it, convolved alone, L_b its length.
-  //   seq_idx is never set together with cu_seqlens.
-  // state_indices (int32 [batch]): a row whose slot equals pad_slot_id (or is < 0) is skipped: no output
-  //   written, no state read or written. Slots are checked against state_rows on the host (CPU) or treated as
+  //   seq_idx is never set together with cu_seqlens. The outputs of positions after the last row, and of rows
+  //   whose slot is padding, are not specified (the GPU's plain kernels may write them; vLLM reads none).
+  // state_indices (int32 [batch]): a row whose slot equals pad_slot_id (or is < 0) is skipped: no state read
+  //   or written, and (without cu_seqlens) no output written. Slots are checked against state_rows on the host (CPU) or treated as
   //   padding when out of range (GPU).
   const void* initial_states;
   void* final_states;

@@ -828,12 +828,20 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
     const FwdDenseFeaturesPlan dense = fwd_dense_features_plan(p);
     if (dense.takes) return fwd_dense_features_run(p, dense, w, stream);
     if (!fwd_states_split(p)) return fwd_features_run(p, w, stream);
-    // Only initial/final states on a layout the feature kernels serve slowly (per output): the plain
-    // kernels write every output, exact from t = width-1 on; then, in stream order, the per-output kernel
-    // rewrites the first width-1 outputs of each row from the initial states, and the final states follow.
+    // Only initial/final states, or packed sequences, on a layout that is not channel-last: the plain kernels
+    // write every output (varlen: one row of `tokens` positions per channel), exact from each row's or
+    // sequence's width-1-th position on; then, in stream order, the per-output kernel rewrites the first
+    // width-1 outputs of each row or sequence from the initial states (or zeros), and the final states follow.
     CausalConv1dFwdParams plain = p;
     plain.initial_states = nullptr;
     plain.final_states = nullptr;
+    plain.state_indices = nullptr;
+    plain.has_initial_state = nullptr;
+    if (p.cu_seqlens != nullptr) {
+      plain.cu_seqlens = nullptr;
+      plain.batch = 1;
+      plain.x_batch_stride = plain.out_batch_stride = 0;
+    }
     fwd_plain_run(plain, stream);
     return fwd_features_run(p, w, stream, fwd_states_split_out_len(p));
   }

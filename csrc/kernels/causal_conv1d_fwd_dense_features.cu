@@ -1,28 +1,25 @@
 // Causal depthwise conv1d forward with states and packed sequences on dense x and out. CUDA and HIP.
 //
 // Takes the calls of causal_conv1d_fwd_features.cu (field meanings in causal_conv1d_params.h) whose x and
-// out are dense: [B, D, L] contiguous, or in varlen mode vLLM's [D, tokens] prefill input (one row of
-// `tokens` positions per channel). There the feature kernels ran one thread per output (4.5-10.9x the
+// out are dense [B, D, L] contiguous (varlen calls take the plain kernels and a rewrite of each sequence's
+// head instead: fwd_states_split). There the feature kernels ran one thread per output (4.5-10.9x the
 // plain forward, 0.07 of copy for prefill); this one keeps the plain kernels' memory pattern:
 //   - x is one flat array of 16-byte vectors (aligned whatever L is); a warp tile is 32 * vecs vectors that
 //     overlap one row, lane l taking vectors l, l + 32, ..., every load issued before any compute; a row's
 //     first and last vectors may hold the neighbouring rows' elements, which that row's tile writes;
-//   - a tile has one channel (weights loaded once) and, without varlen, one sequence state; the row's
+//   - a tile has one channel (weights loaded once) and one sequence state; the row's
 //     initial window is loaded with x by its first tile;
 //   - the width-1 elements before a vector come from the previous lane by warp shuffle;
 //   - a vector whose outputs and window lie in one sequence ("clean", nearly all of them) is computed
 //     without masks, as the plain kernel does. With seq_idx the ids of each vector are read with 16-byte
 //     loads (L1-resident: every channel of a batch row reads the same ids), reduced to "one id" or
-//     "mixed" and compared with the previous vectors' by shuffle; in varlen mode each lane finds its
-//     sequence by bisection over cu_seqlens once per tile, then walks forward;
+//     "mixed" and compared with the previous vectors' by shuffle;
 //   - the other vectors (a row's ends, a sequence start, a change of seq_idx, padding) mask every tap on
 //     the same registers: taps before the sequence start read its initial state (pool slot,
 //     has_initial_state) or zeros; with seq_idx a tap reads position s only if seq_idx[s] == seq_idx[t]
-//     (positions before 0 count as seq_idx[0]); padding tokens (seq_idx < 0) output 0; padded sequences
-//     and positions outside every sequence write nothing. In varlen mode a vector meeting two sequences
-//     takes a two-window form, one meeting three or more (a sequence shorter than a vector) a
-//     per-element path that reads global memory.
-// Final states (not varlen, and not aliasing the initial states) are written by the tile holding a row's
+//     (positions before 0 count as seq_idx[0]); padding tokens (seq_idx < 0) output 0; padded rows write
+//     nothing.
+// Final states (not aliasing the initial states) are written by the tile holding a row's
 // last element, one entry per lane; the others come from the second launch of causal_conv1d_fwd_features.cu.
 #include <algorithm>
 #include <climits>
@@ -42,8 +39,8 @@ namespace aiter_lite {
 namespace conv1d {
 namespace {
 
-// What bounds a sequence: the row (initial/final states, pool slots), seq_idx runs, or cu_seqlens.
-enum class DenseMode : int { kRows = 0, kRuns = 1, kVarlen = 2 };
+// What bounds a sequence: the row (initial/final states, pool slots) or seq_idx runs.
+enum class DenseMode : int { kRows = 0, kRuns = 1 };
 
 template <typename T_, int kWidth_, DenseMode kMode_>
 struct FwdDenseFeatTraits {
@@ -51,7 +48,6 @@ struct FwdDenseFeatTraits {
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
   static constexpr bool kRuns = kMode_ == DenseMode::kRuns;      // taps masked by equal seq ids
-  static constexpr bool kVarlen = kMode_ == DenseMode::kVarlen;  // sequences tracked per lane
   static constexpr int kThreads = 128;
   // Blocks per SM: ptxas 13.0 (sm_90a) fits W <= 4 in 80 registers for kRows and 96 otherwise without
   // spilling (4 bytes for 16-bit W = 4 with seq_idx); wider windows spilled up to 180 bytes at 96, so 128.
@@ -75,7 +71,7 @@ struct DenseFeatArgs {
   const void* x;
   void* out;
   WeightArgs w;
-  int64_t batch, dim, seqlen;  // varlen: batch = sequences, seqlen = tokens (rows are the D channels)
+  int64_t batch, dim, seqlen;
   int64_t n;                   // elements of x
   int64_t n_tiles;             // rows * tiles_per_row
   int vecs;                    // vectors per lane: a warp tile is kWarpSize * vecs vectors of one row
@@ -88,7 +84,6 @@ struct DenseFeatArgs {
   int64_t seq_idx_batch_stride, seq_idx_seq_stride;
   bool seq_idx_vec;  // seq_idx rows have stride 1 and a 16-byte aligned base: aligned vector loads
   bool seq_idx_vec_exact;  // and every vector's ids start on a 16-byte boundary (L % kNElts == 0, batch stride % 4 == 0)
-  const int32_t* cu_seqlens;
   const int32_t* state_indices;
   const bool* has_initial_state;
   int32_t pad_slot_id;
@@ -105,37 +100,6 @@ struct SeqState {
   int32_t start, end, slot;  // positions < 2^30 (the plan's bound), slots from int32 indices
   bool active, has_init;
 };
-
-// Varlen: sequence b (cu_seqlens[b] .. cu_seqlens[b+1]); b = -1 and b = batch are the positions before the
-// first and after the last sequence (inactive).
-__device__ __forceinline__ SeqState varlen_sequence(const DenseFeatArgs& a, int64_t b) {
-  SeqState s;
-  if (b < 0 || b >= a.batch) {
-    s.start = b < 0 ? 0 : a.cu_seqlens[a.batch];
-    s.end = b < 0 ? a.cu_seqlens[0] : static_cast<int32_t>(a.seqlen);
-    s.slot = 0;
-    s.active = s.has_init = false;
-    return s;
-  }
-  s.start = a.cu_seqlens[b];
-  s.end = a.cu_seqlens[b + 1];
-  set_slot(a, b, s);
-  return s;
-}
-
-// Varlen: the sequence holding position t (-1 before the first, batch after the last), walked up from
-// b0 (at or before the answer) when walk, else found by bisection.
-__device__ __forceinline__ int64_t varlen_find(const DenseFeatArgs& a, int64_t b0, int64_t t, bool walk) {
-  const int32_t* __restrict__ cu = a.cu_seqlens;
-  if (t >= cu[a.batch]) return a.batch;
-  if (t < cu[0]) return -1;
-  int64_t lo = walk && b0 > 0 ? b0 : 0;
-  if (walk) {
-    while (lo + 1 < a.batch && cu[lo + 1] <= t) ++lo;
-    return lo;
-  }
-  return last_sequence_starting_by(cu, lo, a.batch, t);
-}
 
 // The seq id shared by positions t .. t + kNElts - 1 (inside the row) of batch row b, or kMixedIds. With
 // aligned rows the ids come as 16-byte loads from the aligned word at or before the first, shifted by a
@@ -178,36 +142,11 @@ __device__ __forceinline__ int32_t vector_seq_id(const DenseFeatArgs& a, int64_t
   return same ? ids[0] : kMixedIds;
 }
 
-// Varlen fallback for a vector that meets three or more sequences (some shorter than a vector): one element
-// (position t of row r = channel d, flat index ei), its window read from global memory.
-template <typename Ktraits>
-__device__ __forceinline__ void varlen_masked_element(const DenseFeatArgs& a, int64_t ei, int64_t d, int64_t t,
-                                                   int64_t b_hint) {
-  using T = typename Ktraits::T;
-  constexpr int kW = Ktraits::kWidth;
-  constexpr int kHalo = Ktraits::kHalo;
-  const SeqState s = varlen_sequence(a, varlen_find(a, b_hint, t, true));
-  if (!s.active) return;
-  const T* __restrict__ xr = static_cast<const T*>(a.x) + d * a.seqlen;
-  float w[kW];
-  float acc;
-  load_channel_weights<kW>(w, acc, a.w, d);
-#pragma unroll
-  for (int j = 0; j < kW; ++j) {
-    const int64_t pos = t - kHalo + j;
-    float v = 0.f;
-    if (pos >= s.start) v = to_float(xr[pos]);
-    else if (s.has_init && pos >= s.start - kHalo) v = init_at<T>(a, s.slot, d, a.state_len - (s.start - pos));
-    acc = fmaf(w[j], v, acc);
-  }
-  static_cast<T*>(a.out)[ei] = from_float<T>(activate(acc, a.silu));
-}
-
 // Work item: a warp tile of kWarpSize * vecs consecutive 16-byte vectors of the flat array that overlap one
-// row (row = b * D + d, or the channel in varlen mode); lane l takes vectors l, l + 32, ... A row's first and
+// row (row = b * D + d); lane l takes vectors l, l + 32, ... A row's first and
 // last vectors may hold elements of the neighbouring rows: they are computed here only for this row's
 // elements (the neighbour's tile writes its own), so every vector is seen as lying in one row and a tile
-// has one channel (weights loaded once) and, without varlen, one sequence state.
+// has one channel (weights loaded once) and one sequence state.
 template <typename Ktraits>
 __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     causal_conv1d_fwd_dense_features_kernel(const DenseFeatArgs a) {
@@ -224,7 +163,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   constexpr int kIdHaloVecs = Ktraits::kIdHaloVecs;
   constexpr int kIdHaloAlloc = Ktraits::kIdHaloAlloc;
   constexpr bool kRuns = Ktraits::kRuns;
-  constexpr bool varlen = Ktraits::kVarlen;
 
   const T* __restrict__ x = static_cast<const T*>(a.x);
   const uint32_t* __restrict__ x_words = static_cast<const uint32_t*>(a.x);
@@ -239,7 +177,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     int64_t seg;
     const int64_t row = a.div_tiles.divmod(seg, tile);
     int64_t d;
-    const int64_t b = a.div_dim.divmod(d, row);  // varlen: b = 0, d = row
+    const int64_t b = a.div_dim.divmod(d, row);
     const int64_t row_flat = row * L;
     const int64_t vbase = row_flat / kNElts;                          // the vector holding the row start
     const int off0 = static_cast<int>(row_flat - vbase * kNElts);     // the row start inside it
@@ -279,18 +217,14 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     float w[kW];
     float bias;
     load_channel_weights<kW>(w, bias, a.w, d);
-    // The sequence of this tile (without varlen: the row), and in varlen mode the lane's current one.
+    // The sequence of this tile: the row.
     SeqState seq;
-    int64_t seq_b = 0;
     if (kRuns) {
       seq.start = 0;
       seq.end = static_cast<int32_t>(L);
       seq.slot = static_cast<int32_t>(b);
       seq.active = true;
       seq.has_init = a.init != nullptr;
-    } else if (varlen) {
-      seq_b = varlen_find(a, 0, t_k[0] > 0 ? t_k[0] : 0, false);
-      seq = varlen_sequence(a, seq_b);
     } else {
       seq.start = 0;
       seq.end = static_cast<int32_t>(L);
@@ -301,7 +235,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     float init_win[kHaloAlloc];
 #pragma unroll
     for (int q = 0; q < kHaloAlloc; ++q)
-      init_win[q] = (kHalo > 0 && !varlen && seg == 0 && seq.has_init)
+      init_win[q] = (kHalo > 0 && seg == 0 && seq.has_init)
                         ? init_at<T>(a, seq.slot, d, a.state_len - kHalo + q) : 0.f;
     // seq_idx: uid[k] = the id of all positions of vector k; prev_uid for the first lanes at k = 0: the id of
     // all kHalo positions before their vector (kMixedIds if they differ or leave the row).
@@ -352,12 +286,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           clean = clean && (lane >= p ? s : prev_uid[p - 1]) == uid[0];
           prev_uid[p - 1] = s;
         }
-      } else if (varlen) {
-        if (valid && t >= seq.end) {
-          seq_b = varlen_find(a, seq_b, t, true);
-          seq = varlen_sequence(a, seq_b);
-        }
-        clean = clean && t >= seq.start + kHalo && t + kNElts <= seq.end;
       }
 
       if (valid && (kRuns || !clean || seq.active)) {
@@ -380,7 +308,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
             yv.elt[i] = from_float<T>(padding ? 0.f : activate(acc, a.silu));
           }
           yv.store(out + e);
-        } else if (!varlen) {
+        } else {
           // A row's first vectors (positions before 0 read init_win), its last one, a seq_idx change:
           // every tap masked; only this row's elements are written.
 #pragma unroll
@@ -412,43 +340,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
             const bool padding = kRuns && ids[kHalo + i] < 0;
             out[e + i] = from_float<T>(padding ? 0.f : activate(acc, a.silu));
           }
-        } else {
-          // Varlen: the vector meets a sequence start (or the row's ends). Sequence A holds its first
-          // position in the row, B its last; a third one in between (a sequence shorter than a vector)
-          // takes the per-element fallback.
-          const int32_t last = t + kNElts - 1 < L ? t + kNElts - 1 : static_cast<int32_t>(L - 1);
-          SeqState sb = seq;
-          const bool two = last >= seq.end;
-          if (two) sb = varlen_sequence(a, varlen_find(a, seq_b, last, true));
-          if (two && sb.start != seq.end) {
-#pragma unroll 1
-            for (int i = 0; i < kNElts; ++i)
-              if (t + i >= 0 && t + i < L) varlen_masked_element<Ktraits>(a, e + i, d, t + i, seq_b);
-          } else {
-            float xa[kHalo + kNElts], xb[kHalo + kNElts];  // the window under sequence A's and B's rules
-#pragma unroll
-            for (int m = 0; m < kHalo + kNElts; ++m) {
-              const int pos = t - kHalo + m;
-              xa[m] = xs[m];
-              if (pos < seq.start)
-                xa[m] = (seq.has_init && pos >= seq.start - kHalo)
-                            ? init_at<T>(a, seq.slot, d, a.state_len - (seq.start - pos)) : 0.f;
-              xb[m] = xs[m];
-              if (pos < sb.start)
-                xb[m] = (two && sb.has_init && pos >= sb.start - kHalo)
-                            ? init_at<T>(a, sb.slot, d, a.state_len - (sb.start - pos)) : 0.f;
-            }
-#pragma unroll
-            for (int i = 0; i < kNElts; ++i) {
-              const int ti = t + i;
-              const bool in_b = two && ti >= sb.start;
-              if (ti < 0 || ti >= L || !(in_b ? sb.active : seq.active)) continue;
-              float acc = bias;
-#pragma unroll
-              for (int jj = 0; jj < kW; ++jj) acc = fmaf(w[jj], in_b ? xb[i + jj] : xa[i + jj], acc);
-              out[e + i] = from_float<T>(activate(acc, a.silu));
-            }
-          }
         }
       }
 
@@ -460,7 +351,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
     }
 
-    // Final states (not varlen, and not aliasing the initial states): written by the tile holding the row's
+    // Final states (not aliasing the initial states): written by the tile holding the row's
     // last element, entry kk by lane kk: position L - state_len + kk of cat(initial window or zeros, row);
     // with seq_idx only positions of the row's last run count (the initial window only if it is the first).
     if (a.fuse_final && seg == (row_vecs - 1) / tile_vecs && seq.active) {
@@ -491,7 +382,6 @@ void dense_features_launch(const CausalConv1dFwdParams& p, const FwdDenseFeature
                            gpuStream_t stream) {
   using Ktraits = FwdDenseFeatTraits<T, kW, kMode>;
   constexpr int kN = Ktraits::kNElts;
-  const bool varlen = p.cu_seqlens != nullptr;
   DenseFeatArgs a{};
   a.x = p.x;
   a.out = p.out;
@@ -499,7 +389,7 @@ void dense_features_launch(const CausalConv1dFwdParams& p, const FwdDenseFeature
   a.batch = p.batch;
   a.dim = p.dim;
   a.seqlen = p.seqlen;
-  const int64_t rows = (varlen ? 1 : p.batch) * p.dim;
+  const int64_t rows = p.batch * p.dim;
   a.n = rows * p.seqlen;
   // The most vectors a row overlaps: L / N when rows start on vector boundaries, else one more.
   const int64_t max_row_vecs = p.seqlen % kN == 0 ? p.seqlen / kN : (p.seqlen + kN - 1) / kN + 1;
@@ -533,7 +423,6 @@ void dense_features_launch(const CausalConv1dFwdParams& p, const FwdDenseFeature
   a.seq_idx_seq_stride = p.seq_idx_seq_stride;
   a.seq_idx_vec = p.seq_idx != nullptr && (p.seqlen == 1 || p.seq_idx_seq_stride == 1) && is_aligned(p.seq_idx, 16);
   a.seq_idx_vec_exact = a.seq_idx_vec && p.seqlen % kN == 0 && (p.batch == 1 || p.seq_idx_batch_stride % 4 == 0);
-  a.cu_seqlens = p.cu_seqlens;
   a.state_indices = p.state_indices;
   a.has_initial_state = p.has_initial_state;
   a.pad_slot_id = p.pad_slot_id;
@@ -574,7 +463,6 @@ void fwd_dense_features_shard(const CausalConv1dFwdParams& p, const FwdDenseFeat
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       if (p.seq_idx != nullptr) dense_features_launch<scalar_t, kW, DenseMode::kRuns>(p, plan, w, stream);
-      else if (p.cu_seqlens != nullptr) dense_features_launch<scalar_t, kW, DenseMode::kVarlen>(p, plan, w, stream);
       else dense_features_launch<scalar_t, kW, DenseMode::kRows>(p, plan, w, stream);
     });
   });
@@ -588,25 +476,25 @@ FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p) {
   FwdDenseFeaturesPlan plan{};
   if (p.width > kMaxTemplateWidth || p.variant == ConvVariant::kNaive || p.variant == ConvVariant::kShared)
     return plan;
-  const bool varlen = p.cu_seqlens != nullptr;
+  // Varlen calls: the plain kernels and a rewrite of each sequence's head (fwd_states_split).
+  if (p.cu_seqlens != nullptr) return plan;
   if (p.seqlen < 1 || p.seqlen >= (int64_t{1} << 30)) return plan;
-  // seq_idx comes alone or with initial/final states (the API never pairs it with a pool or varlen).
-  if (p.seq_idx != nullptr && (varlen || p.state_indices != nullptr || p.has_initial_state != nullptr)) return plan;
-  const int64_t B = varlen ? 1 : p.batch;
-  const bool dense = dense_rows(varlen ? 0 : p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, p.dim, p.seqlen) &&
-                     dense_rows(varlen ? 0 : p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, p.dim,
-                                p.seqlen) &&
+  // seq_idx comes alone or with initial/final states (the API never pairs it with a pool).
+  if (p.seq_idx != nullptr && (p.state_indices != nullptr || p.has_initial_state != nullptr)) return plan;
+  const int64_t B = p.batch;
+  const bool dense = dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, p.dim, p.seqlen) &&
+                     dense_rows(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, p.dim, p.seqlen) &&
                      is_aligned(p.x, 16) && is_aligned(p.out, 16);
   if (!dense) return plan;
   // Initial/final states alone on rows that do not start on 16-byte boundaries: the plain kernels plus a
   // rewrite of each row's head (fwd_states_split) are faster. Here such rows run 1-vector tiles and two
   // masked vectors per row: 2.1x the plain forward at bf16 8x5120x2047 W = 4 against 1.00-1.08x on rows of
-  // 16-byte multiples (H100, 2026-11-24). seq_idx and varlen calls have no such alternative.
-  const bool only_states = p.seq_idx == nullptr && !varlen && p.state_indices == nullptr &&
+  // 16-byte multiples (H100, 2026-11-24). seq_idx calls have no such alternative.
+  const bool only_states = p.seq_idx == nullptr && p.state_indices == nullptr &&
                            p.has_initial_state == nullptr;
   if (only_states && p.seqlen % (kVecBytes / dtype_size(p.x_dtype)) != 0) return plan;
   plan.takes = true;
-  plan.fuse_final = p.final_states != nullptr && !varlen && !fwd_final_may_alias_init(p);
+  plan.fuse_final = p.final_states != nullptr && !fwd_final_may_alias_init(p);
   return plan;
 }
 

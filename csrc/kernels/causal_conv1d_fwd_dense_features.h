@@ -1,6 +1,6 @@
 // Interface of the dense forward with states and packed sequences (causal_conv1d_fwd_dense_features.cu) for
-// the path choice in causal_conv1d_fwd.cu: x and out dense ([B, D, L] contiguous, or vLLM's [D, tokens]
-// prefill input in varlen mode), read as one flat array of 16-byte vectors.
+// the path choice in causal_conv1d_fwd.cu: x and out dense [B, D, L] contiguous, read as one flat array of
+// 16-byte vectors. Varlen calls never come here (fwd_states_split takes them).
 #pragma once
 
 #include "causal_conv1d_common.cuh"
@@ -17,7 +17,7 @@ struct FwdDenseFeaturesPlan {
 
 // Takes calls with features (fwd_has_features) whose x and out are dense and 16-byte aligned, with a
 // compile-time width and rows shorter than 2^30. The final states are written by the main kernel unless
-// they may alias the initial states (a pool updated in place, or varlen mode): then every read of an
+// they may alias the initial states (a pool updated in place): then every read of an
 // initial state must come before any write, which only a second launch orders.
 FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p);
 

@@ -52,6 +52,7 @@ struct FwdFeatureArgs {
   int64_t batch, dim, seqlen, width;
   int64_t rows;     // rows of x: batch, or 1 in varlen mode
   int64_t out_len;  // per_output writes positions t < out_len of each row (seqlen: all)
+  bool seq_heads;   // varlen: per_output writes positions start .. start + out_len - 1 of each sequence instead
   int64_t x_batch_stride, x_dim_stride, x_seq_stride;
   int64_t out_batch_stride, out_dim_stride, out_seq_stride;
   const void* init;
@@ -436,19 +437,31 @@ bool features_chunks_launch(const FwdFeatureArgs& a, bool fuse_final, bool small
 
 constexpr int kPerOutputThreads = 256;
 
+// The outputs per_output computes (some may be skipped: short sequences, positions outside every sequence).
+__host__ __device__ __forceinline__ int64_t per_output_count(const FwdFeatureArgs& a) {
+  return (a.seq_heads ? a.batch : a.rows) * a.dim * a.out_len;
+}
+
 template <typename T, int kW>
 __global__ void __launch_bounds__(kPerOutputThreads)
     causal_conv1d_fwd_features_per_output_kernel(const FwdFeatureArgs a, const FastDivmod div_out_len,
                                                  const FastDivmod div_dim) {
-  const int64_t n = a.rows * a.dim * a.out_len;
+  const int64_t n = per_output_count(a);
   const int64_t width = kW > 0 ? kW : a.width;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kPerOutputThreads + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * kPerOutputThreads) {
-    int64_t t, d;
+    int64_t t, d, r, b;
     const int64_t rd = div_out_len.divmod(t, i);
-    const int64_t r = div_dim.divmod(d, rd);
-    if (a.cu_seqlens != nullptr && t >= a.cu_seqlens[a.batch]) continue;  // after the last sequence
-    const int64_t b = a.cu_seqlens != nullptr ? last_sequence_starting_by(a.cu_seqlens, 0, a.batch, t) : r;
+    if (a.seq_heads) {  // (sequence, channel, position in the sequence)
+      b = div_dim.divmod(d, rd);
+      r = 0;
+      t += a.cu_seqlens[b];
+      if (t >= a.cu_seqlens[b + 1]) continue;  // a sequence shorter than out_len
+    } else {
+      r = div_dim.divmod(d, rd);
+      if (a.cu_seqlens != nullptr && t >= a.cu_seqlens[a.batch]) continue;  // after the last sequence
+      b = a.cu_seqlens != nullptr ? last_sequence_starting_by(a.cu_seqlens, 0, a.batch, t) : r;
+    }
     Sequence s = sequence_at(a, b);
     if (!s.active) continue;
     int32_t id = 0;
@@ -477,7 +490,7 @@ __global__ void __launch_bounds__(kPerOutputThreads)
 
 template <typename T, int kW>
 void features_per_output_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
-  const int64_t n = a.rows * a.dim * a.out_len;
+  const int64_t n = per_output_count(a);
   const int64_t blocks = std::min((n + kPerOutputThreads - 1) / kPerOutputThreads, kMaxGridX);
   causal_conv1d_fwd_features_per_output_kernel<T, kW><<<static_cast<unsigned>(blocks), kPerOutputThreads, 0, stream>>>(
       a, FastDivmod(a.out_len), FastDivmod(a.dim));
@@ -591,13 +604,16 @@ AITER_LITE_FOR_EACH_SHARD(AITER_LITE_FEATURES_SHARD_EXTERN)
 #undef AITER_LITE_FEATURES_SHARD_EXTERN
 static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
 
-// The compile-time-width launches of fwd_features_run, for a width of this shard (width_shard): a prefix
-// of every row (0 <= out_len < seqlen) per output, else per output or channel-last by the layout.
+// The compile-time-width launches of fwd_features_run, for a width of this shard (width_shard): the heads
+// of every row or sequence (fwd_features_heads_only) per output, else per output or channel-last by the layout.
 template <int kShard, int kShards>
 void fwd_features_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream, int64_t out_len) {
   FwdFeatureArgs a = make_feature_args(p, w);
-  const bool prefix = out_len >= 0 && out_len < p.seqlen;
-  if (prefix) a.out_len = out_len;
+  const bool prefix = fwd_features_heads_only(p, out_len);
+  if (prefix) {
+    a.out_len = out_len;
+    a.seq_heads = p.cu_seqlens != nullptr;
+  }
   const int64_t B = a.rows, D = p.dim, L = p.seqlen;
   const bool channel_last = !prefix && (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
@@ -651,8 +667,9 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
       fwd_features_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, w, stream, out_len);
     });
   };
-  if (out_len >= 0 && out_len < L) {  // a prefix of every row (no varlen here): the per-output kernel only
+  if (fwd_features_heads_only(p, out_len)) {  // the heads of every row or sequence: the per-output kernel only
     a.out_len = out_len;
+    a.seq_heads = p.cu_seqlens != nullptr;
     if (out_len > 0) {
       if (p.width > kMaxTemplateWidth)
         AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { features_per_output_launch<scalar_t, 0>(a, stream); });
