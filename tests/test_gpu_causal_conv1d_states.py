@@ -206,6 +206,35 @@ def test_dense_kernel_states_and_seq_idx(dtype, width):
                       initial_states=init, final_states=True)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", [1, 2, 4, 5, 8])
+def test_seq_idx_on_plain_kernels_with_fixup(dtype, width):
+    """seq_idx calls of at least 2^20 elements on [B, D, L] (and of any size on other layouts that are not
+    channel-last) run the plain kernels, then a fix-up kernel rewrites the outputs whose window meets a change
+    of seq_idx and zeroes the padding tokens: 40 runs a row, a one-token run, padding at a row's start, inside it
+    (across 32-position tiles) and at its end, an odd length, initial and final states; the outputs land in a
+    freed NaN block."""
+    gen = torch.Generator().manual_seed(30 + width)
+    torch.manual_seed(30 + width)
+    batch, dim, seqlen = 2, 129, 4099  # 1.06 M elements: past the dense kernel's seq_idx limit
+    x = make_x(batch, dim, seqlen, dtype, DEV, "contiguous")
+    weight, bias = random_normal((dim, width), dtype, DEV), random_normal((dim,), dtype, DEV)
+    init = make_states(batch, dim, width, dtype, DEV, "contiguous")
+    ids = packed_seq_idx(batch, seqlen, DEV, 40, gen)
+    ids[0, 2000:] += 1
+    ids[0, 2001:] += 1  # position 2000 alone in its run
+    ids[0, 100:163] = -1
+    ids[1, :37] = -1
+    trailing = ids.clone()
+    trailing[1, -70:] = -1  # final states would be ambiguous here: checked without them
+    for seq_idx, states in ((ids, True), (trailing, False)):
+        poison = torch.full((batch * 2, dim, seqlen), float("nan"), dtype=dtype, device=DEV)
+        del poison
+        if states:
+            check_forward(x, weight, bias, "silu", seq_idx=seq_idx, initial_states=init, final_states=True)
+        check_forward(x, weight, bias, "silu", seq_idx=seq_idx, final_states=False)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_dense_kernel_outputs_all_written(dtype):
     """Every output of the dense feature kernel is written: the op's output reuses a freed NaN block."""

@@ -828,15 +828,17 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
     const FwdDenseFeaturesPlan dense = fwd_dense_features_plan(p);
     if (dense.takes) return fwd_dense_features_run(p, dense, w, stream);
     if (!fwd_states_split(p)) return fwd_features_run(p, w, stream);
-    // Only initial/final states, or packed sequences, on a layout that is not channel-last: the plain kernels
-    // write every output (varlen: one row of `tokens` positions per channel), exact from each row's or
-    // sequence's width-1-th position on; then, in stream order, the per-output kernel rewrites the first
-    // width-1 outputs of each row or sequence from the initial states (or zeros), and the final states follow.
+    // Initial/final states, packed sequences or seq_idx on a layout that is not channel-last: the plain kernels
+    // write every output (varlen: one row of `tokens` positions per channel), exact where the window lies in
+    // one sequence past the row's start; then, in stream order, the per-output kernel rewrites the first
+    // width-1 outputs of each row or sequence from the initial states (or zeros), or the seq_idx fix-up the
+    // outputs under a change of seq_idx and the padding tokens, and the final states follow.
     CausalConv1dFwdParams plain = p;
     plain.initial_states = nullptr;
     plain.final_states = nullptr;
     plain.state_indices = nullptr;
     plain.has_initial_state = nullptr;
+    plain.seq_idx = nullptr;
     if (p.cu_seqlens != nullptr) {
       plain.cu_seqlens = nullptr;
       plain.batch = 1;

@@ -476,8 +476,13 @@ FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p) {
   FwdDenseFeaturesPlan plan{};
   if (p.width > kMaxTemplateWidth || p.variant == ConvVariant::kNaive || p.variant == ConvVariant::kShared)
     return plan;
-  // Varlen calls: the plain kernels and a rewrite of each sequence's head (fwd_states_split).
+  // Varlen calls, and seq_idx calls but the smallest: the plain kernels, then a rewrite of the outputs they got
+  // wrong (fwd_states_split). H100, session 18, bf16 with 4 seq_idx runs a row, against the plain forward: this
+  // kernel 1.82x at 8x5120x2048 W = 4, 3.69x at 8x5120x2047, 2.06x at 4x512x2048, 1.80x at 2x256x1024; the split
+  // 1.26x, 1.27x, 1.88x and 2.48x (its second launch and its blocks' id checks are not hidden there).
+  constexpr int64_t kSeqIdxDenseMaxElts = int64_t{1} << 20;
   if (p.cu_seqlens != nullptr) return plan;
+  if (p.seq_idx != nullptr && p.batch * p.dim * p.seqlen >= kSeqIdxDenseMaxElts) return plan;
   if (p.seqlen < 1 || p.seqlen >= (int64_t{1} << 30)) return plan;
   // seq_idx comes alone or with initial/final states (the API never pairs it with a pool).
   if (p.seq_idx != nullptr && (p.state_indices != nullptr || p.has_initial_state != nullptr)) return plan;

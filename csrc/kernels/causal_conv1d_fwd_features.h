@@ -18,24 +18,31 @@ inline bool fwd_has_features(const CausalConv1dFwdParams& p) {
 }
 
 // Whether the plain kernels plus a fix-up can take the call (fwd_states_split_out_len), on a layout that is not
-// channel-last (whose feature kernels are already as fast as the plain ones): either only initial_states and/or
-// final_states are set, or the call is varlen (packed sequences, with or without a state pool) without seq_idx.
+// channel-last (whose feature kernels are already as fast as the plain ones): only initial_states and/or
+// final_states are set, or the call is varlen (packed sequences, with or without a state pool), or it has
+// seq_idx (with or without initial/final states; never with a pool or varlen).
 // Varlen: the plain kernels see one row of `tokens` positions per channel, exact from each sequence's
 // width-1-th position on; their outputs at padded sequences and past the last one are not specified (vLLM's
 // convention: nobody reads them). On an H100 (2026-11-27) the dense varlen kernel this replaced ran 64 prompts
 // of 1-4096 tokens at 0.68 of a copy, bound by instruction issue on the sequence tracking.
 inline bool fwd_states_split(const CausalConv1dFwdParams& p) {
   const bool varlen = p.cu_seqlens != nullptr;
-  const bool only_states = p.seq_idx == nullptr &&
-                           (varlen || (p.state_indices == nullptr && p.has_initial_state == nullptr));
+  const bool no_pool = p.state_indices == nullptr && p.has_initial_state == nullptr;
+  const bool only_states = p.seq_idx == nullptr ? (varlen || no_pool) : (!varlen && no_pool);
   const bool channel_last = p.dim == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
   return only_states && !channel_last && p.seqlen > 0;
 }
 
+// fwd_features_run's out_len for a split call with seq_idx: rewrite the outputs whose window meets a change of
+// seq_idx, the padding tokens (seq_idx < 0) and, with initial states, positions t < width-1 (found on the GPU).
+constexpr int64_t kFwdSeqIdxFixup = -2;
+
 // The outputs a plain launch (feature pointers null) gets wrong for such a call: positions
-// t < min(width-1, length) of every row when initial_states is set (zeros are what it reads), and in varlen
-// mode the first width-1 positions of every sequence (the window crosses the sequence's start).
+// t < min(width-1, length) of every row when initial_states is set (zeros are what it reads), in varlen
+// mode the first width-1 positions of every sequence (the window crosses the sequence's start), and with
+// seq_idx those of kFwdSeqIdxFixup.
 inline int64_t fwd_states_split_out_len(const CausalConv1dFwdParams& p) {
+  if (p.seq_idx != nullptr) return kFwdSeqIdxFixup;
   if (p.cu_seqlens != nullptr) return p.width - 1;
   if (p.initial_states == nullptr) return 0;
   return p.width - 1 < p.seqlen ? p.width - 1 : p.seqlen;
@@ -66,7 +73,8 @@ inline bool fwd_final_may_alias_init(const CausalConv1dFwdParams& p) {
 // Runs the forward with its features: the outputs, then (when final_states is set) the final states in a
 // second launch, so a state pool updated in place is read completely before any of it is written.
 // out_len >= 0: just positions t < out_len of each row are written, in varlen mode positions start .. start +
-// out_len - 1 of each sequence (0: none, only the final states); -1: all of them.
+// out_len - 1 of each sequence (0: none, only the final states); kFwdSeqIdxFixup: the outputs a plain launch
+// got wrong under seq_idx; -1: all of them.
 void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream,
                       int64_t out_len = -1);
 
