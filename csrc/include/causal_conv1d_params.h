@@ -54,8 +54,8 @@ struct CausalConv1dFwdParams {
   //   seq_idx is never set together with cu_seqlens. The outputs of positions after the last row, and of rows
   //   whose slot is padding, are not specified (the GPU's plain kernels may write them; vLLM reads none).
   // state_indices (int32 [batch]): a row whose slot equals pad_slot_id (or is < 0) is skipped: no state read
-  //   or written, and (without cu_seqlens) no output written. Slots are checked against state_rows on the host (CPU) or treated as
-  //   padding when out of range (GPU).
+  //   or written, and (without cu_seqlens) no output written. Slots are checked against state_rows on the host
+  //   (CPU) or treated as padding when out of range (GPU).
   const void* initial_states;
   void* final_states;
   const int32_t* seq_idx;

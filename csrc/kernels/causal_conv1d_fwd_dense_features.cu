@@ -486,9 +486,8 @@ FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p) {
   if (p.seqlen < 1 || p.seqlen >= (int64_t{1} << 30)) return plan;
   // seq_idx comes alone or with initial/final states (the API never pairs it with a pool).
   if (p.seq_idx != nullptr && (p.state_indices != nullptr || p.has_initial_state != nullptr)) return plan;
-  const int64_t B = p.batch;
-  const bool dense = dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, p.dim, p.seqlen) &&
-                     dense_rows(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, p.dim, p.seqlen) &&
+  const bool dense = dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, p.batch, p.dim, p.seqlen) &&
+                     dense_rows(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, p.batch, p.dim, p.seqlen) &&
                      is_aligned(p.x, 16) && is_aligned(p.out, 16);
   if (!dense) return plan;
   // Initial/final states alone on rows that do not start on 16-byte boundaries: the plain kernels plus a

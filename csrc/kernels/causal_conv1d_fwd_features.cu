@@ -634,7 +634,8 @@ void final_states_launch(const FwdFeatureArgs& a, gpuStream_t stream) {
   AITER_LITE_LAUNCH_CHECK();
 }
 
-FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArgs& w) {
+// out_len as fwd_features_run takes it: the heads of the rows or sequences set out_len and seq_heads here.
+FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArgs& w, int64_t out_len = -1) {
   FwdFeatureArgs a{};
   a.x = p.x;
   a.out = p.out;
@@ -669,6 +670,10 @@ FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArg
   a.state_len = p.state_len;
   a.state_rows = p.state_rows;
   a.silu = p.silu;
+  if (fwd_features_heads_only(p, out_len)) {
+    a.out_len = out_len;
+    a.seq_heads = p.cu_seqlens != nullptr;
+  }
   return a;
 }
 
@@ -697,12 +702,8 @@ static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHAR
 // of every row or sequence (fwd_features_heads_only) per output, else per output or channel-last by the layout.
 template <int kShard, int kShards>
 void fwd_features_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream, int64_t out_len) {
-  FwdFeatureArgs a = make_feature_args(p, w);
+  const FwdFeatureArgs a = make_feature_args(p, w, out_len);
   const bool prefix = fwd_features_heads_only(p, out_len);
-  if (prefix) {
-    a.out_len = out_len;
-    a.seq_heads = p.cu_seqlens != nullptr;
-  }
   const int64_t B = a.rows, D = p.dim, L = p.seqlen;
   const bool channel_last = !prefix && (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
@@ -748,7 +749,7 @@ template bool fwd_features_chunks_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(con
 void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream,
                       int64_t out_len) {
   if (p.batch == 0 || p.dim == 0) return;
-  FwdFeatureArgs a = make_feature_args(p, w);
+  const FwdFeatureArgs a = make_feature_args(p, w, out_len);
   const int64_t L = p.seqlen;
   bool fused_final = false;  // the outputs' kernel wrote the final states
   auto width_kernels = [&] {
@@ -759,8 +760,6 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
   if (out_len == kFwdSeqIdxFixup) {  // after the plain kernels: the outputs under a change of seq_idx
     if (L > 0) AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { seq_idx_fix_launch<scalar_t>(a, stream); });
   } else if (fwd_features_heads_only(p, out_len)) {  // the heads of every row or sequence: the per-output kernel only
-    a.out_len = out_len;
-    a.seq_heads = p.cu_seqlens != nullptr;
     if (out_len > 0) {
       if (p.width > kMaxTemplateWidth)
         AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { features_per_output_launch<scalar_t, 0>(a, stream); });

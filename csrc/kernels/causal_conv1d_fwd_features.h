@@ -26,11 +26,11 @@ inline bool fwd_has_features(const CausalConv1dFwdParams& p) {
 // convention: nobody reads them). On an H100 (2026-11-27) the dense varlen kernel this replaced ran 64 prompts
 // of 1-4096 tokens at 0.68 of a copy, bound by instruction issue on the sequence tracking.
 inline bool fwd_states_split(const CausalConv1dFwdParams& p) {
-  const bool varlen = p.cu_seqlens != nullptr;
-  const bool no_pool = p.state_indices == nullptr && p.has_initial_state == nullptr;
-  const bool only_states = p.seq_idx == nullptr ? (varlen || no_pool) : (!varlen && no_pool);
+  // A pool (state_indices, has_initial_state) only with varlen; seq_idx never with it (causal_conv1d_params.h).
+  const bool features_split = p.cu_seqlens != nullptr ? p.seq_idx == nullptr
+                                                      : p.state_indices == nullptr && p.has_initial_state == nullptr;
   const bool channel_last = p.dim == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
-  return only_states && !channel_last && p.seqlen > 0;
+  return features_split && !channel_last && p.seqlen > 0;
 }
 
 // fwd_features_run's out_len for a split call with seq_idx: rewrite the outputs whose window meets a change of
