@@ -270,8 +270,9 @@ def test_dense_kernel_final_states_in_place(width):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("width", [2, 3, 4, 5, 8])
 def test_dense_kernel_prefill(dtype, width):
-    """Serving prefill with x [dim, tokens] contiguous (the dense kernel in varlen mode): sequences of length
-    0, 1, below the width and spanning many tiles, padded slots, a pool with state_len > width-1."""
+    """Serving prefill with x [dim, tokens] contiguous (since session 18 the plain kernels over the packed row,
+    then each sequence's first width-1 outputs rewritten; the dense kernel's varlen mode before): sequences of
+    length 0, 1, below the width and spanning many tiles, padded slots, a pool with state_len > width-1."""
     gen = torch.Generator().manual_seed(width)
     lengths = [0, 1, 2, 1, 3000, 5, 0, 1500, 7, 1, 2200, 64]
     dim, total = 40, sum(lengths)
@@ -290,9 +291,10 @@ def test_dense_kernel_prefill(dtype, width):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("width", [1, 2, 4, 6])
 def test_dense_kernel_prefill_many_short_sequences(dtype, width):
-    """Prefill on [dim, tokens] with hundreds of sequences of 0-40 tokens beside long ones: vectors that meet
-    three or more sequences (the dense kernel's per-element path), warp tiles holding more than 32 sequences,
-    empty sequences, tokens after the last sequence, padded slots and initial states among them."""
+    """Prefill on [dim, tokens] contiguous with hundreds of sequences of 0-40 tokens beside long ones (written
+    against the dense kernel's varlen mode: vectors meeting three or more sequences, warp tiles holding more than
+    32; now sequences shorter than the head rewrite and heads next to each other), empty sequences, tokens after
+    the last sequence, padded slots and initial states among them."""
     gen = torch.Generator().manual_seed(100 + width)
     lengths = (torch.randint(0, 10, (150,), generator=gen).tolist() + [900]
                + torch.randint(1, 40, (60,), generator=gen).tolist() + [1] * 40 + [333])
