@@ -21,6 +21,7 @@ import aiter_lite  # before bench/common.py, which puts this script's checkout f
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
 from common import DTYPES, graph_time_us  # noqa: E402
+from conv_cl_features import seq_ids  # noqa: E402  (runs per row at random cuts, as the channel-last A/B draws them)
 
 # (dtype, B, D, L, W): the ANCHORS.md shapes plus odd L and widths 2-4.
 SHAPES = [
@@ -30,17 +31,11 @@ SHAPES = [
 ]
 
 
-def seq_ids(batch, length, runs, rng, padding=False):
-    rows = []
-    for b in range(batch):
-        cuts = sorted(rng.sample(range(1, length), min(runs - 1, length - 1)))
-        row = torch.zeros(length, dtype=torch.int32)
-        for c in cuts:
-            row[c:] += 1
-        if padding:
-            row[:length // 5 + 1] = -1
-        rows.append(row)
-    return torch.stack(rows).cuda()
+def padded(ids: torch.Tensor) -> torch.Tensor:
+    """ids with a leading run of padding tokens (-1), a fifth of each row."""
+    ids = ids.clone()
+    ids[:, :ids.shape[1] // 5 + 1] = -1
+    return ids
 
 
 def main():
@@ -58,7 +53,7 @@ def main():
         init = torch.randn(B, D, W - 1, device="cuda").to(dtype)
         w = torch.randn(D, W, device="cuda")
         bias = torch.randn(D, device="cuda")
-        sid, sid_pad = seq_ids(B, L, 4, rng), seq_ids(B, L, 4, rng, padding=True)
+        sid, sid_pad = seq_ids(B, L, 4, rng), padded(seq_ids(B, L, 4, rng))
         conv = aiter_lite.causal_conv1d_fn
         cases = [lambda: conv(x, w, bias, activation="silu"),
                  lambda: conv(x, w, bias, seq_idx=sid, activation="silu"),

@@ -6,28 +6,11 @@
 # runs the whole file) and compute-sanitizer memcheck (SAN_TESTS) + racecheck on the dense kernel's prefill tests.
 # Run from the repository root with .peers carried; logs under $OUT. Every step has a timeout: a kernel that hangs
 # costs those, not the call (session 17 lost most of a call that way).
-set -uo pipefail
-export PYTHONUNBUFFERED=1
+source bench/lab/lab_steps.sh
 NEW=$PWD OLD=/tmp/old_tree
-OUT=${OUT:-/tmp/out}; L=$OUT/logs; mkdir -p "$L" "$OLD"
-tar -xf .peers/old_tree.tar -C "$OLD"
-nvidia-smi -L; date -u
-t0=$SECONDS
-build() {  # ROOT CACHE LOG
-  (cd "$1" && PYTHONPATH=$1 AITER_LITE_CACHE_DIR=$2 AITER_LITE_LOCK_DIR=$2.locks timeout 200 \
-     /usr/bin/time -f "%e s wall, %U+%S CPU s" python3 -m aiter_lite -q build module_causal_conv1d --backend cuda) > "$3" 2>&1
-  echo "rc=$?" >> "$3"
-}
-build "$NEW" /tmp/c_new "$L/build_new.txt" &
-build "$OLD" /tmp/c_old "$L/build_old.txt" &
-wait
-for f in "$L"/build_*.txt; do echo "$(basename "$f"): $(tail -n 2 "$f" | tr '\n' ' ')"; done
+build_trees "$NEW" "$OLD"
 echo "builds done at $((SECONDS - t0)) s"
-for r in $(seq 1 "${ROUNDS:-2}"); do
-  (cd "$OLD" && PYTHONPATH=$OLD AITER_LITE_CACHE_DIR=/tmp/c_old timeout 60 python3 "$NEW/bench/lab/conv_prefill.py" old) >> "$L/ab.txt" 2>> "$L/ab_err.txt"
-  PYTHONPATH=$NEW AITER_LITE_CACHE_DIR=/tmp/c_new timeout 60 python3 bench/lab/conv_prefill.py new >> "$L/ab.txt" 2>> "$L/ab_err.txt"
-done
-echo "A/B done at $((SECONDS - t0)) s"; tail -n 5 "$L/ab_err.txt"
+ab_rounds conv_prefill.py 60
 M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,smsp__thread_inst_executed_per_inst_executed.ratio,launch__registers_per_thread,launch__grid_size,launch__occupancy_limit_registers
 # ncu on the dense kernel (64 and 8 sequences, the second call of each), old and new trees.
 for tree in old new; do

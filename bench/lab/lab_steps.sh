@@ -1,0 +1,54 @@
+# Steps the session device scripts share (sourced first by gpu_session17.sh, gpu_session18.sh, gpu_session18b.sh,
+# from the repository root): sourcing it sets the shell options, the log folder $L (under $OUT) and the start
+# time $t0, and prints the GPU; every step below runs under a timeout.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; L=$OUT/logs; mkdir -p "$L"
+nvidia-smi -L; date -u
+t0=$SECONDS
+
+# build_tree ROOT CACHE LOG: the conv module of the tree at ROOT built into the cache CACHE (BACKEND, default
+# cuda); wall and CPU time, then its rc, in LOG.
+build_tree() {
+  (cd "$1" && PYTHONPATH=$1 AITER_LITE_CACHE_DIR=$2 AITER_LITE_LOCK_DIR=$2.locks timeout 200 \
+     /usr/bin/time -f "%e s wall, %U+%S CPU s" python3 -m aiter_lite -q build module_causal_conv1d \
+     --backend "${BACKEND:-cuda}") > "$3" 2>&1
+  echo "rc=$?" >> "$3"
+}
+
+# build_trees NEW OLD: .peers/old_tree.tar unpacked into OLD, then NEW and OLD built side by side into /tmp/c_new
+# and /tmp/c_old (logs build_new.txt, build_old.txt).
+build_trees() {
+  mkdir -p "$2" && tar -xf .peers/old_tree.tar -C "$2"
+  build_tree "$1" /tmp/c_new "$L/build_new.txt" &
+  build_tree "$2" /tmp/c_old "$L/build_old.txt" &
+  wait
+  for f in "$L"/build_new.txt "$L"/build_old.txt; do echo "$(basename "$f"): $(tail -n 2 "$f" | tr '\n' ' ')"; done
+}
+
+# states_checks TESTS SAN_TESTS RACE_TESTS TEST_S SAN_S RACE_S: the GPU tests of tests/test_gpu_causal_conv1d_states.py
+# selected by TESTS (a pytest -k expression), then compute-sanitizer memcheck on SAN_TESTS and racecheck on
+# RACE_TESTS, one after another (in parallel they ran out of time in session 17), each under its timeout in
+# seconds; logs tests.txt, memcheck.txt, racecheck.txt, their summary lines printed.
+states_checks() {
+  local P="python3 -m pytest -q -m gpu -p no:cacheprovider" F=tests/test_gpu_causal_conv1d_states.py
+  timeout "$4" $P "$F" -k "$1" > "$L/tests.txt" 2>&1
+  echo "tests rc=$? at $((SECONDS - t0)) s"; grep -E "^FAILED|^ERROR|passed|failed" "$L/tests.txt" | tail -n 15
+  timeout "$5" compute-sanitizer --tool memcheck --print-limit 20 $P -s "$F" -k "$2" > "$L/memcheck.txt" 2>&1
+  echo "memcheck rc=$? at $((SECONDS - t0)) s"; grep -hE "ERROR SUMMARY|Invalid|passed|failed" "$L/memcheck.txt" | tail -n 6
+  timeout "$6" compute-sanitizer --tool racecheck --print-limit 20 $P -s "$F" -k "$3" > "$L/racecheck.txt" 2>&1
+  echo "racecheck rc=$? at $((SECONDS - t0)) s"
+  grep -hE "RACECHECK SUMMARY|hazard|passed|failed" "$L/racecheck.txt" | tail -n 4
+}
+
+# ab_rounds SCRIPT SECONDS: bench/lab/SCRIPT run ROUNDS times (default 2) from the old tree (label old, its
+# package and cache /tmp/c_old) and from this one (label new), alternating; tables to ab.txt, stderr to ab_err.txt.
+# The script must import aiter_lite before bench/common.py, which puts its own checkout first on sys.path.
+ab_rounds() {
+  for r in $(seq 1 "${ROUNDS:-2}"); do
+    (cd "$OLD" && PYTHONPATH=$OLD AITER_LITE_CACHE_DIR=/tmp/c_old timeout "$2" python3 "$NEW/bench/lab/$1" old) \
+      >> "$L/ab.txt" 2>> "$L/ab_err.txt"
+    PYTHONPATH=$NEW AITER_LITE_CACHE_DIR=/tmp/c_new timeout "$2" python3 "bench/lab/$1" new >> "$L/ab.txt" 2>> "$L/ab_err.txt"
+  done
+  echo "A/B done at $((SECONDS - t0)) s"; tail -n 5 "$L/ab_err.txt"
+}
