@@ -15,8 +15,9 @@ from pathlib import Path
 
 import torch
 
-import aiter_lite  # before bench/common.py, which puts this script's checkout first on sys.path: an A/B run
+import aiter_lite  # noqa: F401  before bench/common.py, which puts this script's checkout first on sys.path: an A/B run
                    # from another tree (PYTHONPATH) must keep that tree's package
+import aiter_lite.ops._conv_autograd  # noqa: E402,F401  registers torch.ops.aiter_lite.causal_conv1d_bwd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
 from common import DTYPES, graph_time_us  # noqa: E402
