@@ -103,6 +103,27 @@ def test_padding_tokens(layout, width):
         grads_vs_reference(x, w, b, "silu", seq_idx=seq_idx, dtype_tol=max(GRAD_TOL[dtype], GRAD_TOL[torch.float32]))
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("width", [2, 4, 8])
+def test_padding_tokens_gradients_on_every_path(layout, width):
+    """The backward kernels read the dout of padding tokens (seq_idx < 0) as 0 themselves (no masking pass
+    before them): lengths that take the rows kernel (aligned rows, one and two vectors a lane), the tile kernel
+    (odd L, strided views) and the channel-last kernels (staged and direct), with padding at a row's start,
+    inside it across vector and word boundaries, and at its end; dout is NaN-free random, so a padded position
+    that leaks changes dx, dweight and dbias."""
+    from test_causal_conv1d_grad import grads_vs_reference
+
+    torch.manual_seed(50 + width)
+    for dtype, (batch, dim, seqlen) in itertools.product(DTYPES, [(2, 40, 1024), (1, 24, 65536), (2, 24, 777)]):
+        seq_idx = packed_seq_idx(batch, seqlen, DEV)
+        seq_idx[0, :13] = -1
+        seq_idx[0, 200:263] = -1
+        seq_idx[-1, seqlen - 37:] = -1
+        x = make_x(batch, dim, seqlen, dtype, DEV, layout)
+        w, b = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)
+        grads_vs_reference(x, w, b, "silu", seq_idx=seq_idx, dtype_tol=max(GRAD_TOL[dtype], GRAD_TOL[torch.float32]))
+
+
 @pytest.mark.parametrize("x_dtype", [torch.bfloat16, torch.float16])
 def test_fp32_weights(x_dtype):
     x = make_x(3, 256, 777, x_dtype, DEV, "channel_last")

@@ -50,10 +50,9 @@ def backward(x, weight, bias, activation, dout, *, initial_states, seq_idx, need
     need_dx, need_dweight, need_dbias, need_dinit = need
     need_dbias = need_dbias and bias is not None
     need_dinit = need_dinit and initial_states is not None
-    # the launcher itself (what the registered aiter_lite::causal_conv1d_bwd runs): no dispatcher on the way,
-    # and the context's seq_idx never marks padding, so dout needs no masking pass
+    # the launcher itself (what the registered aiter_lite::causal_conv1d_bwd runs): no dispatcher on the way
     dx, dweight, dbias, dinit = _launch.launch_bwd(
         x, weight, bias, dout, initial_states, seq_idx, None, activation is not None, need_dx, need_dweight,
-        need_dbias, need_dinit, torch.are_deterministic_algorithms_enabled(), seq_idx_may_pad=False)
+        need_dbias, need_dinit, torch.are_deterministic_algorithms_enabled())
     return (dx if need_dx else None, dweight if need_dweight else None, dbias if need_dbias else None,
             dinit if need_dinit else None)

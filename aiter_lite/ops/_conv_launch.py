@@ -69,19 +69,13 @@ def launch_fwd_states(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
 
 
 def launch_bwd(x, weight, bias, dout, initial_states, seq_idx, dfinal_states, use_silu: bool, need_dx: bool,
-               need_dweight: bool, need_dbias: bool, need_dinitial_states: bool, deterministic: bool, *,
-               seq_idx_may_pad: bool = True):
+               need_dweight: bool, need_dbias: bool, need_dinitial_states: bool, deterministic: bool):
     """Returns (dx, dweight, dbias, dinitial_states); a gradient not asked for is an empty tensor (not
-    computed). dweight/dbias are reduced in fp32 and returned in weight's/bias's dtype.
-    seq_idx_may_pad=False: the caller knows seq_idx has no padding (negative) entries, so dout is taken
-    as it is (aiter_lite.distributed: its ids never are; masking costs a pass over dout)."""
+    computed). dweight/dbias are reduced in fp32 and returned in weight's/bias's dtype. Padding tokens
+    (seq_idx < 0) output a constant 0, so every kernel reads their dout as 0 itself (no pass over dout here)."""
     batch, dim, seqlen = x.shape
     width = weight.shape[1]
     empty = x.new_empty(0)
-    if seq_idx is not None and seq_idx_may_pad and x.device.type != "cpu":
-        # Padding tokens (seq_idx < 0) output a constant 0, so no gradient flows from them; the GPU kernels
-        # take dout as it is (the CPU kernel masks it itself).
-        dout = dout.masked_fill((seq_idx < 0).unsqueeze(1), 0)
     dx = torch.empty_like(x) if need_dx else None
     dweight = torch.empty(dim, width, dtype=torch.float32, device=x.device) if need_dweight else None
     dbias = torch.empty(dim, dtype=torch.float32, device=x.device) if need_dbias and bias is not None else None

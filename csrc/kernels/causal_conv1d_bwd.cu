@@ -101,6 +101,7 @@ template <typename T>
 __device__ float dpre_at(const CausalConv1dBwdParams& p, const WeightArgs& w, int64_t b, int64_t d, int64_t t) {
   const int64_t H = p.width - 1;
   const int32_t st = seq_at<T>(p, b, t);
+  if (st < 0) return 0.f;  // a padding token: its output is a constant 0
   float pre = w.bias == nullptr ? 0.f : load_as_float(w.bias, w.dtype, d * w.bias_stride);
   for (int64_t j = 0; j < p.width; ++j) {
     const int64_t tt = t - H + j;

@@ -267,7 +267,8 @@ struct ChannelLastWalk {
         pre = fmaf(w[c][j], same ? xw[j][c] : 0.f, pre);
       }
       const bool silu = kAct < 0 ? a.silu : kAct == 1;
-      dp[c] = kInterior || rel < n_row ? act_grad(pre, gc[c], silu) : 0.f;
+      // seq_idx < 0: a padding token, whose output is a constant 0 (no gradient flows from it).
+      dp[c] = (kInterior || rel < n_row) && !(Ktraits::kSeq && seq < 0) ? act_grad(pre, gc[c], silu) : 0.f;
     }
     if (kInterior || rel < n_sums) {
 #pragma unroll

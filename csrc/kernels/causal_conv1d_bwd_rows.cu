@@ -61,6 +61,13 @@ constexpr bool kShiftedLargeVecs = false;
 constexpr bool kShiftedLargeVecs = true;
 #endif
 
+// Blocks per SM of shifted rows with kRowsLargeVecs at W <= 4 (AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS: A/B).
+#ifdef AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS
+constexpr int kShiftedLargeBlocks = AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS;
+#else
+constexpr int kShiftedLargeBlocks = 5;
+#endif
+
 template <typename T_, int kWidth_, int kVecs_, bool kShifted_, bool kSeq_ = false>
 struct BwdRowsTraits {
   using T = T_;
@@ -78,7 +85,8 @@ struct BwdRowsTraits {
   // seq_idx mode holds a window's sequence numbers (kNElts + 2 kSeqPad).
   static constexpr int kMinBlocks =
       kSeq_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 6 : (kWidth_ <= 6 ? 5 : 4)))
-      : kShifted_ ? (kVecs_ >= 2 ? (kWidth_ <= 6 ? 5 : 4) : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
+      : kShifted_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
+                               : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
                   : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
@@ -108,6 +116,7 @@ struct BwdRowsArgs {
   const int32_t* seq_idx;     // kSeq: [B, L]
   int64_t seq_batch_stride, seq_seq_stride;
   const uint2* seq_marks;  // kSeq: [B, seq_words] words of 32 positions (seq_marks_kernel)
+  const uint32_t* seq_pads;  // kSeq: [B, seq_words], bit set where seq_idx < 0 (a padding token: dout read as 0)
   int64_t seq_words;
   int64_t seqlen;
   int32_t row_vecs;         // aligned: L / kNElts
@@ -181,22 +190,25 @@ __device__ __forceinline__ uint2 window_marks(const uint2* __restrict__ row_mark
 
 // Word (b, k) of the sequence marks, position t = 32 k + i of row b at bit i: .x set where a new sequence
 // starts (0 < t < L, id[t] != id[t - 1]); .y set where id[t] equals the id of a position t - j, j <= halo,
-// with a start between them (before 0, positions carry id[0]). One thread a position; each 32 lanes
+// with a start between them (before 0, positions carry id[0]). pads word (b, k): bit i set where id[t] < 0 (a
+// padding token, whose output is a constant 0, so its dout is read as 0). One thread a position; each 32 lanes
 // gather their bits by shuffles.
 __global__ void __launch_bounds__(256)
     causal_conv1d_bwd_seq_marks_kernel(const int32_t* __restrict__ seq, int64_t batch_stride, int64_t seq_stride,
-                                       int64_t L, int halo, int64_t words, int64_t n, uint2* __restrict__ out) {
+                                       int64_t L, int halo, int64_t words, int64_t n, uint2* __restrict__ out,
+                                       uint32_t* __restrict__ pads) {
   const int lane = lane_id();
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < n;
        base += static_cast<int64_t>(gridDim.x) * blockDim.x) {  // n: a multiple of 32, whole words
     const int64_t idx = base + threadIdx.x, word = idx >> 5;
-    uint32_t start = 0u, recur = 0u;
+    uint32_t start = 0u, recur = 0u, pad = 0u;
     if (idx < n) {
       const int64_t b = word / words;
       const int64_t t = (word - b * words) * 32 + (idx & 31);
       if (t < L) {
         const int32_t* row = seq + b * batch_stride;
         const int32_t id = row[t * seq_stride];
+        pad = id < 0 ? 1u : 0u;
         bool crossed = false;  // a start in (t - j, t]
         int32_t later = id;
 #pragma unroll
@@ -210,13 +222,31 @@ __global__ void __launch_bounds__(256)
         }
       }
     }
-    uint32_t starts = start << (idx & 31), recurs = recur << (idx & 31);
+    uint32_t starts = start << (idx & 31), recurs = recur << (idx & 31), pads_word = pad << (idx & 31);
 #pragma unroll
     for (int off = 1; off < 32; off <<= 1) {
       starts |= warp_shfl(starts, lane ^ off);
       recurs |= warp_shfl(recurs, lane ^ off);
+      pads_word |= warp_shfl(pads_word, lane ^ off);
     }
-    if ((idx & 31) == 0 && idx < n) out[word] = make_uint2(starts, recurs);
+    if ((idx & 31) == 0 && idx < n) {
+      out[word] = make_uint2(starts, recurs);
+      pads[word] = pads_word;
+    }
+  }
+}
+
+// seq_idx: dout of the vector at position e of a row (e a multiple of kNElts) read as 0 at padding tokens.
+template <typename Ktraits>
+__device__ __forceinline__ void zero_padding(typename Ktraits::vec_t& gv, const uint32_t* __restrict__ row_pads,
+                                             int64_t words, int64_t e) {
+  static_assert(32 % Ktraits::kNElts == 0, "a vector's positions lie in one word of 32");
+  const int64_t wi = e >> 5;
+  const uint32_t bits = wi < words ? (row_pads[wi] >> (e & 31)) & ((1u << Ktraits::kNElts) - 1u) : 0u;
+  if (bits != 0u) {
+#pragma unroll
+    for (int i = 0; i < Ktraits::kNElts; ++i)
+      if ((bits >> i) & 1u) gv.elt[i] = from_float<typename Ktraits::T>(0.f);
   }
 }
 
@@ -397,6 +427,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
     const int32_t* __restrict__ row_ids = kSeq ? a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride : nullptr;
     const uint2* __restrict__ row_marks = kSeq ? a.seq_marks + static_cast<int64_t>(b) * a.seq_words : nullptr;
+    const uint32_t* __restrict__ row_pads = kSeq ? a.seq_pads + static_cast<int64_t>(b) * a.seq_words : nullptr;
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
@@ -436,6 +467,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         const uint2 m = k < kVecs || has_next ? window_marks<Ktraits>(row_marks, a.seq_words, e) : make_uint2(0u, 0u);
         starts[k] = m.x;
         by_id |= (m.y != 0u ? 1u : 0u) << k;
+        if (k < kVecs || has_next) zero_padding<Ktraits>(k < kVecs ? gv[k] : gn, row_pads, a.seq_words, e);
       }
     }
     // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
@@ -646,6 +678,7 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.seq_seq_stride = p.seq_idx_seq_stride;
   a.seq_marks = reinterpret_cast<const uint2*>(seq_starts);
   a.seq_words = seq_words_of(p.seqlen);
+  a.seq_pads = seq_starts != nullptr ? seq_starts + 2 * p.batch * a.seq_words : nullptr;
   a.seqlen = p.seqlen;
   a.row_vecs = static_cast<int32_t>(p.seqlen / Ktraits::kNElts);
   a.lead = static_cast<int32_t>(lead_of(p));
@@ -738,7 +771,7 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
     else if (efficiency(false, kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   }
   plan.seq = seq && plan.vecs_per_lane > 0;
-  if (plan.seq) plan.seq_start_words = 2 * B * seq_words_of(L);  // a uint2 of marks per 32 positions
+  if (plan.seq) plan.seq_start_words = 3 * B * seq_words_of(L);  // a uint2 of marks and a pads word per 32 positions
   // Shifted rows (odd L, or rows that tile badly) while at least 40% of the lanes work: L = 129 bf16 is
   // about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
   if (plan.vecs_per_lane == 0 && !seq && fits(true)) {
@@ -761,7 +794,7 @@ void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const
     const int64_t blocks = std::min<int64_t>((n + 255) / 256, kMaxGridX);
     causal_conv1d_bwd_seq_marks_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
         p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.seqlen, static_cast<int>(p.width - 1), words, n,
-        reinterpret_cast<uint2*>(seq_starts));
+        reinterpret_cast<uint2*>(seq_starts), seq_starts + 2 * p.batch * words);
     AITER_LITE_LAUNCH_CHECK();
   }
   with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {

@@ -176,7 +176,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       float pre = bias;
 #pragma unroll
       for (int j = 0; j < kW; ++j) pre = fmaf(w[j], xm[j], pre);
-      const float dp = t < L ? act_grad(pre, gs[f], a.silu) : 0.f;
+      // seq_idx < 0: a padding token, whose output is a constant 0 (no gradient flows from it).
+      const float dp = t < L && !(Ktraits::kSeq && sr[kHalo] < 0) ? act_grad(pre, gs[f], a.silu) : 0.f;
       gs[f] = dp;
       if (static_cast<int64_t>(i) < a.tile_len) {
 #pragma unroll

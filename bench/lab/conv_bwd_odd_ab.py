@@ -1,0 +1,52 @@
+"""The causal conv1d backward on odd L (the rows kernel's shifted mode) against the aligned L next to it, through
+the registered op torch.ops.aiter_lite.causal_conv1d_bwd (dx, dweight, dbias; SiLU; fp32 weights and bias): GPU
+time of one call replayed from a CUDA graph (L2 flushed, median of --reps), fresh random data; copy = a device
+copy of the bytes the backward moves (x and dout read, dx written); in brackets the fraction of copy speed. Run
+once per build (session 19: the shifted rows' occupancy and vectors per lane, built with NVCC_APPEND_FLAGS).
+
+  python bench/lab/conv_bwd_odd_ab.py LABEL [--reps N]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+import aiter_lite  # noqa: F401  before bench/common.py (see conv_bwd_seq_idx_ab.py)
+import aiter_lite.ops._conv_autograd  # noqa: E402,F401  registers torch.ops.aiter_lite.causal_conv1d_bwd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
+from common import DTYPES, graph_time_us  # noqa: E402
+
+# (dtype, B, D, L, W)
+SHAPES = [("bf16", 8, 5120, 2047, 4), ("bf16", 8, 5120, 2048, 4), ("fp16", 4, 4096, 4095, 4),
+          ("fp32", 8, 5120, 2047, 4), ("bf16", 8, 4096, 4093, 2), ("bf16", 8, 4096, 4093, 3),
+          ("bf16", 3, 1536, 777, 3), ("bf16", 4, 512, 2047, 4), ("bf16", 16, 2048, 129, 4)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("label")
+    ap.add_argument("--reps", type=int, default=30)
+    args = ap.parse_args()
+    bwd = torch.ops.aiter_lite.causal_conv1d_bwd
+    print(f"{args.label} | {torch.cuda.get_device_name()}")
+    print("| label | x | B×D×L, W | copy µs | bwd µs (of copy) |")
+    for dt, B, D, L, W in SHAPES:
+        dtype = DTYPES[dt]
+        x = torch.randn(B, D, L, device="cuda").to(dtype)
+        dout = torch.randn(B, D, L, device="cuda").to(dtype)
+        w, b = torch.randn(D, W, device="cuda") * 0.5, torch.randn(D, device="cuda")
+        t = graph_time_us(lambda: bwd(x, w, b, dout, None, None, None, True, True, True, True, False, False),
+                          args.reps)
+        src = torch.empty(x.numel() * x.element_size() * 3 // 8, device="cuda").normal_()
+        dst = torch.empty_like(src)
+        t_copy = graph_time_us(lambda: dst.copy_(src), args.reps)
+        print(f"| {args.label} | {dt} | {B}×{D}×{L}, {W} | {t_copy:.1f} | {t:.1f} ({t_copy / t:.2f}) |", flush=True)
+        del x, dout, src, dst
+
+
+if __name__ == "__main__":
+    main()
