@@ -4,7 +4,7 @@ time of one call replayed from a CUDA graph (L2 flushed, median of --reps), fres
 copy of the bytes the backward moves (x and dout read, dx written); in brackets the fraction of copy speed. Run
 once per build (session 19: the shifted rows' occupancy and vectors per lane, built with NVCC_APPEND_FLAGS).
 
-  python bench/lab/conv_bwd_odd_ab.py LABEL [--reps N]
+  python bench/lab/conv_bwd_odd_ab.py LABEL [--reps N] [--dao]   # --dao: causal-conv1d 1.7's backward beside it
 """
 from __future__ import annotations
 
@@ -30,10 +30,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("label")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--dao", action="store_true", help="time causal-conv1d's backward (importable) beside ours")
     args = ap.parse_args()
+    dao = None
+    if args.dao:
+        from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
     bwd = torch.ops.aiter_lite.causal_conv1d_bwd
     print(f"{args.label} | {torch.cuda.get_device_name()}")
-    print("| label | x | B×D×L, W | copy µs | bwd µs (of copy) |")
+    print("| label | x | B×D×L, W | copy µs | bwd µs (of copy) | dao µs (of copy) | ours vs dao |")
     for dt, B, D, L, W in SHAPES:
         dtype = DTYPES[dt]
         x = torch.randn(B, D, L, device="cuda").to(dtype)
@@ -44,7 +48,11 @@ def main():
         src = torch.empty(x.numel() * x.element_size() * 3 // 8, device="cuda").normal_()
         dst = torch.empty_like(src)
         t_copy = graph_time_us(lambda: dst.copy_(src), args.reps)
-        print(f"| {args.label} | {dt} | {B}×{D}×{L}, {W} | {t_copy:.1f} | {t:.1f} ({t_copy / t:.2f}) |", flush=True)
+        cells = [f"{t:.1f} ({t_copy / t:.2f})", "–", "–"]
+        if dao is not None:
+            td = graph_time_us(lambda: dao(x, w, b, dout, None, None, None, None, False, True), args.reps)
+            cells[1:] = [f"{td:.1f} ({t_copy / td:.2f})", f"{td / t:.2f}×"]
+        print(f"| {args.label} | {dt} | {B}×{D}×{L}, {W} | {t_copy:.1f} | " + " | ".join(cells) + " |", flush=True)
         del x, dout, src, dst
 
 

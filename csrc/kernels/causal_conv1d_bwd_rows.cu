@@ -65,7 +65,8 @@ constexpr bool kShiftedLargeVecs = true;
 #ifdef AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS
 constexpr int kShiftedLargeBlocks = AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS;
 #else
-constexpr int kShiftedLargeBlocks = 5;
+constexpr int kShiftedLargeBlocks = 7;  // 72 registers, 12 bytes spilled (ptxas 13.0, 16-bit W = 4); session 19:
+                                         // 12-17% faster than 5 on odd L (docs/causal_conv1d.md)
 #endif
 
 template <typename T_, int kWidth_, int kVecs_, bool kShifted_, bool kSeq_ = false>
@@ -80,8 +81,8 @@ struct BwdRowsTraits {
   static constexpr int kThreads = 128;
   // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for wider filters so that their windows do
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
-  // Shifted rows hold their masks too: 7 blocks at W <= 4 (5 with 2 vectors per lane; ptxas 13.0 spilled
-  // 16-80 bytes at the aligned bounds, 16 at 6 blocks).
+  // Shifted rows hold their masks too: 7 blocks at W <= 4 (also with 2 vectors per lane, where ptxas 13.0
+  // spills 12 bytes but session 19 timed 7 blocks 12-17% faster than the spill-free 5 on odd L).
   // seq_idx mode holds a window's sequence numbers (kNElts + 2 kSeqPad).
   static constexpr int kMinBlocks =
       kSeq_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 6 : (kWidth_ <= 6 ? 5 : 4)))
@@ -537,7 +538,14 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       float xs[kHalo + kNElts];
       window_from_words<Ktraits>(xs, next_halo, xn);
       const int64_t e = static_cast<int64_t>(v_next) * kNElts - shift;
-      if constexpr (kShifted) mask_window<Ktraits>(xs, e, b, d, a);
+      // Shifted rows: only the lanes < kAheadLanes use it, so the warp masks (one branch for all) only where
+      // their vectors cross the row's ends.
+      [[maybe_unused]] bool ahead_cross = false;
+      if constexpr (kShifted) {
+        const int64_t e_ahead = e - static_cast<int64_t>(lane) * kNElts;  // lane 0's next vector
+        ahead_cross = e_ahead - kHalo < 0 || e_ahead + Ktraits::kAheadLanes * kNElts > L;
+        if (ahead_cross) mask_window<Ktraits>(xs, e, b, d, a);
+      }
       if constexpr (kSeq) {
         SeqWindow<Ktraits> sq;
         seq_window<Ktraits>(sq, SeqSource{row_ids, a.seq_seq_stride, e, L, starts[kVecs], ((by_id >> kVecs) & 1u) != 0});
@@ -545,7 +553,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       } else {
         dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
       }
-      if constexpr (kShifted) mask_dpre<Ktraits>(dp_next, e, L);
+      if constexpr (kShifted)
+        if (ahead_cross) mask_dpre<Ktraits>(dp_next, e, L);
       if (!has_next) {
 #pragma unroll
         for (int i = 0; i < kNElts; ++i) dp_next[i] = 0.f;
