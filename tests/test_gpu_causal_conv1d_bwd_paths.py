@@ -1,5 +1,5 @@
 """GPU (-m gpu): the backward's kernel paths through the real autograd API (issue 20, session 12): shifted
-rows (odd L on [B, D, L], the flat array's last vector partial), the staged channel-last kernel (partial
+rows (odd L on [B, D, L], the row's last vector partial), the staged channel-last kernel (partial
 channel blocks, padded steps, long rows of many chunks, seq_idx and states) and the direct one (steps off
 the 16-byte grid), seq_idx on whole-vector [B, D, L] rows (the rows kernel, issue 20 session 13), each against
 the float64 reference, with NaN left in the caching allocator so that an
@@ -50,9 +50,11 @@ def check(layout, b, d, length, width, x_dtype, w_dtype, features, segments=3):
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
 @pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
 def test_shifted_rows(x_dtype, w_dtype, width):
+    """Rows off the 16-byte grid (row-relative vectors read element by element since session 19): odd lengths,
+    rows of a vector or two (L = 2W + 1), and a call large enough for two vectors a lane (1 x 40 x 30001)."""
     torch.manual_seed(width)
-    for (b, d, length), features in itertools.product([(3, 5, 131), (2, 7, 777), (2, 3, 1000), (1, 9, 64)],
-                                                      [False, True]):
+    shapes = [(3, 5, 131), (2, 7, 777), (2, 3, 1000), (1, 9, 64), (4, 6, 2 * width + 1), (1, 40, 30001)]
+    for (b, d, length), features in itertools.product(shapes, [False, True]):
         check("contiguous", b, d, length, width, x_dtype, w_dtype, features)
 
 

@@ -2,10 +2,12 @@
 // on aligned rows. CUDA and HIP.
 //
 // Aligned rows (L a multiple of the elements in 16 bytes): vectors are counted from the row start.
-// Shifted rows (any other L, kShifted): the tensor is one flat array of 16-byte vectors and a row's tile
-// covers the vectors that hold its positions -(W-1) .. L-1 (from 0 without dinit); elements of the
-// neighbouring rows in those vectors are masked (x: initial states or zeros, dpre: zero) and dx/dinit
-// are stored element by element in a vector that holds a row boundary. 16-byte loads for odd L.
+// Shifted rows (any other L, kShifted): vectors are still counted from the row start, but a row starts on
+// its element's alignment only, so x and dout are read and dx written element by element (the row's last
+// vector partial: zeros past L). Session 19 (H100, bf16 8 x 5120 x 2047): 1.5x faster than session 12's form,
+// kept for A/B under AITER_LITE_BWD_ROWS_FLAT_SHIFTED (kFlat): the tensor as one flat array of 16-byte
+// vectors, a row's tile covering the vectors that hold its positions -(W-1) .. L-1 and masking the
+// neighbouring rows' elements, which cost a partly empty last tile a row and masks in every vector.
 //
 // A warp tile is kTileVecs consecutive 16-byte vectors of one row (lane l: vectors l, l + 32, ...),
 // as in the forward's rows kernel. Per tile:
@@ -69,10 +71,21 @@ constexpr int kShiftedLargeBlocks = 7;  // 72 registers, 12 bytes spilled (ptxas
                                          // 12-17% faster than 5 on odd L (docs/causal_conv1d.md)
 #endif
 
+// Rows off the vector grid (kShifted): row-relative vectors read and written element by element (session 19),
+// unless AITER_LITE_BWD_ROWS_FLAT_SHIFTED builds session 12's form (16-byte vectors of the flat array, masked at
+// the row ends) for A/B timing.
+#ifdef AITER_LITE_BWD_ROWS_FLAT_SHIFTED
+constexpr bool kFlatShifted = true;
+#else
+constexpr bool kFlatShifted = false;
+#endif
+
 template <typename T_, int kWidth_, int kVecs_, bool kShifted_, bool kSeq_ = false>
 struct BwdRowsTraits {
   using T = T_;
   static constexpr bool kShifted = kShifted_;
+  static constexpr bool kFlat = kShifted_ && kFlatShifted;       // vectors of the flat array
+  static constexpr bool kUnaligned = kShifted_ && !kFlatShifted;  // row-relative vectors, element loads
   static constexpr bool kSeq = kSeq_;
   static_assert(!(kShifted_ && kSeq_), "seq_idx takes aligned rows only");
   static constexpr int kWidth = kWidth_;
@@ -86,7 +99,7 @@ struct BwdRowsTraits {
   // seq_idx mode holds a window's sequence numbers (kNElts + 2 kSeqPad).
   static constexpr int kMinBlocks =
       kSeq_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 6 : (kWidth_ <= 6 ? 5 : 4)))
-      : kShifted_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
+      : (kShifted_ && kFlatShifted) ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
                                : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
                   : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
@@ -120,7 +133,7 @@ struct BwdRowsArgs {
   const uint32_t* seq_pads;  // kSeq: [B, seq_words], bit set where seq_idx < 0 (a padding token: dout read as 0)
   int64_t seq_words;
   int64_t seqlen;
-  int32_t row_vecs;         // aligned: L / kNElts
+  int32_t row_vecs;         // aligned: L / kNElts; unaligned: ceil(L / kNElts), the last vector partial
   int32_t lead;             // shifted: positions before 0 a tile covers (W - 1 with dinit, else 0)
   int64_t n_elts;           // shifted: B * D * L, the flat array's length
   uint32_t n_tiles;         // rows * tiles_per_row < 2^31
@@ -321,13 +334,25 @@ __device__ __forceinline__ void seq_window(SeqWindow<Ktraits>& sq, const SeqSour
   else sq.from_starts(src.starts);
 }
 
-// Shifted rows: vector v of the flat array, zeros outside it (the array's last, partial vector element by
-// element). Aligned rows: vector v of the row, zeros past its end.
+// Flat shifted rows: vector v of the flat array, zeros outside it (the array's last, partial vector element by
+// element). Aligned rows: vector v of the row, zeros past its end. Unaligned rows: the row's positions
+// v * kNElts .. + kNElts - 1 element by element (the row start has only the element's alignment), zeros past L.
 template <typename Ktraits>
 __device__ __forceinline__ void load_vector(typename Ktraits::vec_t& out, const typename Ktraits::T* base, int64_t v,
                                             const BwdRowsArgs& a) {
   constexpr int kNElts = Ktraits::kNElts;
-  if constexpr (Ktraits::kShifted) {
+  if constexpr (Ktraits::kUnaligned) {
+    const int64_t e = v * kNElts;
+    if (e + kNElts <= a.seqlen) {
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i) out.elt[i] = base[e + i];
+    } else {
+      out.set_zero();
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i)
+        if (e + i < a.seqlen) out.elt[i] = base[e + i];
+    }
+  } else if constexpr (Ktraits::kFlat) {
     const int64_t e = v * kNElts;
     if (v >= 0 && e + kNElts <= a.n_elts) {
       out.load(base + e);
@@ -345,11 +370,26 @@ __device__ __forceinline__ void load_vector(typename Ktraits::vec_t& out, const 
   }
 }
 
-// 32-bit word wi of the row (aligned) or of the flat array (shifted); 0 where it is not wholly inside.
+// 32-bit word wi of the row (aligned) or of the flat array (flat shifted); 0 where it is not wholly inside.
+// Unaligned rows: the elements of the row's positions wi * kEltsPerWord + i, each 0 outside [0, L).
 template <typename Ktraits>
 __device__ __forceinline__ uint32_t load_word(const uint32_t* words, int64_t wi, const BwdRowsArgs& a) {
-  if constexpr (Ktraits::kShifted) return wi >= 0 && (wi + 1) * Ktraits::kEltsPerWord <= a.n_elts ? words[wi] : 0u;
-  else return wi >= 0 ? words[wi] : 0u;
+  if constexpr (Ktraits::kUnaligned) {
+    using T = typename Ktraits::T;
+    Vec<T, Ktraits::kEltsPerWord> pair;
+    pair.set_zero();
+    const T* elts = reinterpret_cast<const T*>(words);
+#pragma unroll
+    for (int i = 0; i < Ktraits::kEltsPerWord; ++i) {
+      const int64_t t = wi * Ktraits::kEltsPerWord + i;
+      if (t >= 0 && t < a.seqlen) pair.elt[i] = elts[t];
+    }
+    return pair.word(0);
+  } else if constexpr (Ktraits::kFlat) {
+    return wi >= 0 && (wi + 1) * Ktraits::kEltsPerWord <= a.n_elts ? words[wi] : 0u;
+  } else {
+    return wi >= 0 ? words[wi] : 0u;
+  }
 }
 
 // Shifted rows: the window xs of the vector whose first element is at position e of row (b, d), with the
@@ -387,7 +427,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     causal_conv1d_bwd_rows_kernel(const BwdRowsArgs a) {
   using T = typename Ktraits::T;
   using vec_t = typename Ktraits::vec_t;
-  constexpr bool kShifted = Ktraits::kShifted;
+  constexpr bool kFlat = Ktraits::kFlat;
+  constexpr bool kUnaligned = Ktraits::kUnaligned;
   constexpr int kW = Ktraits::kWidth;
   constexpr int kHalo = Ktraits::kHalo;
   constexpr int kHaloAlloc = Ktraits::kHaloAlloc;
@@ -410,10 +451,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const int64_t row_off = static_cast<int64_t>(row) * L;
     // Vector v of this lane starts at base + v * kNElts, which is position v * kNElts - shift of the row
     // (64-bit vector indices only for the flat array of shifted rows).
-    using vidx_t = std::conditional_t<kShifted, int64_t, int>;
+    using vidx_t = std::conditional_t<kFlat, int64_t, int>;
     vidx_t v0;
     int64_t shift;
-    if constexpr (kShifted) {
+    if constexpr (kFlat) {
       const int64_t lo = row_off - a.lead;  // flat index of the row's first covered position
       const int64_t first = lo >= 0 ? lo / kNElts : -((-lo + kNElts - 1) / kNElts);
       v0 = first + static_cast<int64_t>(seg) * Ktraits::kTileVecs + lane;
@@ -422,7 +463,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       v0 = static_cast<int>(seg) * Ktraits::kTileVecs + lane;
       shift = 0;
     }
-    const int64_t base_off = kShifted ? 0 : row_off;
+    const int64_t base_off = kFlat ? 0 : row_off;
     const T* __restrict__ xr = static_cast<const T*>(a.x) + base_off;
     const T* __restrict__ gr = static_cast<const T*>(a.dout) + base_off;
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
@@ -443,7 +484,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       first_halo[h - 1] = lane < (h + 3) / 4 ? load_word<Ktraits>(xr_words, v0 * 4 - h, a) : 0u;
     // The vector after the tile (lanes < kAheadLanes) and its halo words.
     const vidx_t v_next = v0 + kVecs * kWarpSize;
-    const bool has_next = lane < Ktraits::kAheadLanes && (kShifted || v_next < a.row_vecs);
+    const bool has_next = lane < Ktraits::kAheadLanes && (kFlat || v_next < a.row_vecs);
     vec_t xn, gn;
     uint32_t next_halo[kHaloWordsAlloc];
     if (has_next) {
@@ -474,7 +515,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
     // (lane 0, and the next lanes too when the halo is longer than a vector: fp32 with W >= 6).
     const int64_t e0 = static_cast<int64_t>(v0) * kNElts - shift;
-    const bool near_start = !kShifted && e0 < kHalo;
+    const bool near_start = !kFlat && e0 < kHalo;
     float init_x[kHaloAlloc];
 #pragma unroll
     for (int i = 0; i < kHaloAlloc; ++i) init_x[i] = 0.f;
@@ -512,7 +553,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       const int64_t e = e0 + int64_t{k} * kWarpSize * kNElts;
       // Shifted rows: only a vector whose window crosses the row's ends is masked (most are inside).
       [[maybe_unused]] const bool inside = e - kHalo >= 0 && e + kNElts <= L;
-      if constexpr (kShifted)
+      if constexpr (kFlat)
         if (!inside) mask_window<Ktraits>(xs, e, b, d, a);
       if (k == 0 && near_start) {
 #pragma unroll
@@ -526,7 +567,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         sums_of_vector<Ktraits>(acc, dp[k], xs, SeqMask<Ktraits>{sq});
       } else {
         dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
-        if constexpr (kShifted)
+        if constexpr (kFlat)
           if (!inside) mask_dpre<Ktraits>(dp[k], e, L);
         sums_of_vector<Ktraits>(acc, dp[k], xs, NoMask{});
       }
@@ -541,7 +582,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       // Shifted rows: only the lanes < kAheadLanes use it, so the warp masks (one branch for all) only where
       // their vectors cross the row's ends.
       [[maybe_unused]] bool ahead_cross = false;
-      if constexpr (kShifted) {
+      if constexpr (kFlat) {
         const int64_t e_ahead = e - static_cast<int64_t>(lane) * kNElts;  // lane 0's next vector
         ahead_cross = e_ahead - kHalo < 0 || e_ahead + Ktraits::kAheadLanes * kNElts > L;
         if (ahead_cross) mask_window<Ktraits>(xs, e, b, d, a);
@@ -553,7 +594,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       } else {
         dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
       }
-      if constexpr (kShifted)
+      if constexpr (kFlat)
         if (ahead_cross) mask_dpre<Ktraits>(dp_next, e, L);
       if (!has_next) {
 #pragma unroll
@@ -585,7 +626,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
       float g[kNElts];
       const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
-      const bool at_dinit = !kShifted && k == 0 && v0 == 0 && a.st.dinit != nullptr;
+      const bool at_dinit = !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
       if constexpr (kSeq) {
         SeqWindow<Ktraits> sq;
         seq_window<Ktraits>(sq, SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0});
@@ -602,7 +643,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
             g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
                                   a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
       }
-      if constexpr (kShifted) {
+      if constexpr (kFlat) {
         if (e >= 0 && e + kNElts <= L) {
           if (dxr != nullptr) {
             vec_t out;
@@ -625,10 +666,16 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         }
       } else {
         if (dxr != nullptr && v < a.row_vecs) {
-          vec_t out;
+          if constexpr (kUnaligned) {  // element by element, the row's last vector partial
 #pragma unroll
-          for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
-          out.store(dxr + e);
+            for (int i = 0; i < kNElts; ++i)
+              if (e + i < L) dxr[e + i] = from_float<T>(g[i]);
+          } else {
+            vec_t out;
+#pragma unroll
+            for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+            out.store(dxr + e);
+          }
         }
         if (at_dinit) {
           // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here), in
@@ -663,7 +710,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 // whatever the row's offset in the vector grid (every row gets the same count, so each (row, tile) writes
 // exactly one partial row, all-zero tiles included).
 int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, bool shifted, int64_t tile_vecs) {
-  const int64_t row_vecs = shifted ? (lead + L + 2 * n_elts - 2) / n_elts : L / n_elts;
+  const int64_t row_vecs = shifted ? (kFlatShifted ? (lead + L + 2 * n_elts - 2) / n_elts : (L + n_elts - 1) / n_elts)
+                                   : L / n_elts;
   return (row_vecs + tile_vecs - 1) / tile_vecs;
 }
 
@@ -689,7 +737,7 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.seq_words = seq_words_of(p.seqlen);
   a.seq_pads = seq_starts != nullptr ? seq_starts + 2 * p.batch * a.seq_words : nullptr;
   a.seqlen = p.seqlen;
-  a.row_vecs = static_cast<int32_t>(p.seqlen / Ktraits::kNElts);
+  a.row_vecs = static_cast<int32_t>((p.seqlen + (Ktraits::kUnaligned ? Ktraits::kNElts - 1 : 0)) / Ktraits::kNElts);
   a.lead = static_cast<int32_t>(lead_of(p));
   a.n_elts = p.batch * p.dim * p.seqlen;
   const int64_t tiles_per_row = tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kShifted, Ktraits::kTileVecs);

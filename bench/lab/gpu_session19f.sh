@@ -1,0 +1,28 @@
+#!/bin/bash
+# Session 19, one device call: the shifted rows (odd L) as row-relative vectors with element loads (this tree)
+# against session 12's flat-array form (built from this tree with -DAITER_LITE_BWD_ROWS_FLAT_SHIFTED), both
+# beside causal-conv1d's backward (prebuilt peers from .peers/prebuilt_site.tar.xz); then the backward paths' and
+# the states file's GPU tests and memcheck on the shifted rows tests. Summary last; logs under $OUT.
+source bench/lab/lab_steps.sh
+( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
+NVCC_APPEND_FLAGS="-DAITER_LITE_BWD_ROWS_FLAT_SHIFTED" build_tree "$PWD" /tmp/c_flat "$L/build_flat.txt" &
+build_tree "$PWD" /tmp/c_new "$L/build_new.txt"
+wait
+echo "peers: $(tail -n 1 "$L/peers.txt") new: $(tail -n 2 "$L/build_new.txt" | tr '\n' ' ') flat: $(tail -n 2 "$L/build_flat.txt" | tr '\n' ' ') at $((SECONDS - t0)) s"
+for r in 1 2; do
+  for v in new flat; do
+    PYTHONPATH=$PWD:/tmp/peers/site AITER_LITE_CACHE_DIR=/tmp/c_$v timeout 90 python3 bench/lab/conv_bwd_odd_ab.py $v \
+      $([ $v = new ] && echo --dao) >> "$L/odd.txt" 2>> "$L/odd_err.txt"
+  done
+done
+echo "odd done at $((SECONDS - t0)) s"; tail -n 3 "$L/odd_err.txt"
+export PYTHONPATH=$PWD AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
+P="python3 -m pytest -q -m gpu -p no:cacheprovider"
+timeout 200 $P tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py > "$L/tests.txt" 2>&1
+echo "tests rc=$? at $((SECONDS - t0)) s" >> "$L/tests.txt"
+timeout 100 compute-sanitizer --tool memcheck --print-limit 20 $P -s tests/test_gpu_causal_conv1d_bwd_paths.py \
+  -k "shifted_rows" > "$L/memcheck.txt" 2>&1
+echo "memcheck rc=$? at $((SECONDS - t0)) s" >> "$L/memcheck.txt"
+cat "$L/odd.txt"; echo
+grep -E "^FAILED|^ERROR|passed|failed|tests rc" "$L/tests.txt" | tail -n 12
+grep -hE "ERROR SUMMARY|Invalid|passed|failed|memcheck rc" "$L/memcheck.txt" | tail -n 4
