@@ -343,7 +343,18 @@ __device__ __forceinline__ void load_vector(typename Ktraits::vec_t& out, const 
   constexpr int kNElts = Ktraits::kNElts;
   if constexpr (Ktraits::kUnaligned) {
     const int64_t e = v * kNElts;
-    if (e + kNElts <= a.seqlen) {
+    if (sizeof(typename Ktraits::T) == 2 && e + kNElts + 2 <= a.seqlen) {
+      // 16-bit: the 5 aligned 32-bit words around the vector, shifted by a half word where the row's start
+      // is not 4-byte aligned (32-bit loads: half the load instructions of 16-bit ones; all 5 words in the row)
+      const uintptr_t addr = reinterpret_cast<uintptr_t>(base + e);
+      const uint32_t* w = reinterpret_cast<const uint32_t*>(addr & ~uintptr_t{3});
+      const uint32_t sh = static_cast<uint32_t>(addr & 2u) * 8u;  // 0 or 16 bits
+      uint32_t words[5];
+#pragma unroll
+      for (int i = 0; i < 5; ++i) words[i] = w[i];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out.word(i) = __funnelshift_r(words[i], words[i + 1], sh);
+    } else if (e + kNElts <= a.seqlen) {
 #pragma unroll
       for (int i = 0; i < kNElts; ++i) out.elt[i] = base[e + i];
     } else {
@@ -392,7 +403,41 @@ __device__ __forceinline__ uint32_t load_word(const uint32_t* words, int64_t wi,
   }
 }
 
-// Shifted rows: the window xs of the vector whose first element is at position e of row (b, d), with the
+// Unaligned rows: the vector g (as T) at dst, a row position e with n = L - e positions left in the row (the
+// last vector partial: only the first n). 16-bit: 32-bit stores where dst is 4-byte aligned, else the first
+// and last elements alone and the 3 words between them.
+template <typename Ktraits>
+__device__ __forceinline__ void store_unaligned(typename Ktraits::T* dst, const float (&g)[Ktraits::kNElts],
+                                                int64_t n) {
+  using T = typename Ktraits::T;
+  constexpr int kNElts = Ktraits::kNElts;
+  if (n >= kNElts) {
+    typename Ktraits::vec_t out;
+#pragma unroll
+    for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+    if constexpr (sizeof(T) == 2) {
+      if ((reinterpret_cast<uintptr_t>(dst) & 3u) == 0) {
+#pragma unroll
+        for (int i = 0; i < kNElts / 2; ++i) reinterpret_cast<uint32_t*>(dst)[i] = out.word(i);
+      } else {
+        dst[0] = out.elt[0];
+#pragma unroll
+        for (int i = 0; i + 1 < kNElts / 2; ++i)
+          reinterpret_cast<uint32_t*>(dst + 1)[i] = __funnelshift_r(out.word(i), out.word(i + 1), 16);
+        dst[kNElts - 1] = out.elt[kNElts - 1];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i) dst[i] = out.elt[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kNElts; ++i)
+      if (i < n) dst[i] = from_float<T>(g[i]);
+  }
+}
+
+// Flat shifted rows: the window xs of the vector whose first element is at position e of row (b, d), with the
 // positions outside the row replaced (before 0: initial states or zeros; past L: zeros, so that a
 // neighbouring row's values never reach the sums, not even as inf * 0).
 template <typename Ktraits>
@@ -666,10 +711,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         }
       } else {
         if (dxr != nullptr && v < a.row_vecs) {
-          if constexpr (kUnaligned) {  // element by element, the row's last vector partial
-#pragma unroll
-            for (int i = 0; i < kNElts; ++i)
-              if (e + i < L) dxr[e + i] = from_float<T>(g[i]);
+          if constexpr (kUnaligned) {
+            store_unaligned<Ktraits>(dxr + e, g, L - e);
           } else {
             vec_t out;
 #pragma unroll
