@@ -79,6 +79,12 @@ constexpr bool kFlatShifted = true;
 #else
 constexpr bool kFlatShifted = false;
 #endif
+// AITER_LITE_BWD_ROWS_WORD_LOADS (A/B): 16-bit unaligned rows read by 32-bit loads a lane, not shuffled.
+#ifdef AITER_LITE_BWD_ROWS_WORD_LOADS
+constexpr bool kShuffleRows = false;
+#else
+constexpr bool kShuffleRows = true;
+#endif
 
 template <typename T_, int kWidth_, int kVecs_, bool kShifted_, bool kSeq_ = false>
 struct BwdRowsTraits {
@@ -86,6 +92,9 @@ struct BwdRowsTraits {
   static constexpr bool kShifted = kShifted_;
   static constexpr bool kFlat = kShifted_ && kFlatShifted;       // vectors of the flat array
   static constexpr bool kUnaligned = kShifted_ && !kFlatShifted;  // row-relative vectors, element loads
+  // 16-bit unaligned rows: whole tiles from the flat array's 16-byte vectors, moved into row-relative vectors by
+  // warp shuffles and a shift (load_row_vectors, store_row_vector); fp32 keeps its element loads.
+  static constexpr bool kShuffled = kShifted_ && !kFlatShifted && kShuffleRows && sizeof(T_) == 2;
   static constexpr bool kSeq = kSeq_;
   static_assert(!(kShifted_ && kSeq_), "seq_idx takes aligned rows only");
   static constexpr int kWidth = kWidth_;
@@ -334,6 +343,25 @@ __device__ __forceinline__ void seq_window(SeqWindow<Ktraits>& sq, const SeqSour
   else sq.from_starts(src.starts);
 }
 
+// Vector v of the flat array of n_elts elements at base, zeros outside it (its last, partial vector element by
+// element).
+template <typename Ktraits>
+__device__ __forceinline__ void load_flat_vector(typename Ktraits::vec_t& out, const typename Ktraits::T* base,
+                                                 int64_t v, int64_t n_elts) {
+  constexpr int kNElts = Ktraits::kNElts;
+  const int64_t e = v * kNElts;
+  if (v >= 0 && e + kNElts <= n_elts) {
+    out.load(base + e);
+  } else {
+    out.set_zero();
+    if (v >= 0) {
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i)
+        if (e + i < n_elts) out.elt[i] = base[e + i];
+    }
+  }
+}
+
 // Flat shifted rows: vector v of the flat array, zeros outside it (the array's last, partial vector element by
 // element). Aligned rows: vector v of the row, zeros past its end. Unaligned rows: the row's positions
 // v * kNElts .. + kNElts - 1 element by element (the row start has only the element's alignment), zeros past L.
@@ -364,20 +392,121 @@ __device__ __forceinline__ void load_vector(typename Ktraits::vec_t& out, const 
         if (e + i < a.seqlen) out.elt[i] = base[e + i];
     }
   } else if constexpr (Ktraits::kFlat) {
-    const int64_t e = v * kNElts;
-    if (v >= 0 && e + kNElts <= a.n_elts) {
-      out.load(base + e);
-    } else {
-      out.set_zero();
-      if (v >= 0) {
-#pragma unroll
-        for (int i = 0; i < kNElts; ++i)
-          if (e + i < a.n_elts) out.elt[i] = base[e + i];
-      }
-    }
+    load_flat_vector<Ktraits>(out, base, v, a.n_elts);
   } else {
     if (v < a.row_vecs) out.load(base + v * kNElts);
     else out.set_zero();
+  }
+}
+
+// Elements off .. off + kNElts - 1 of the 8 words lo ++ hi (off < kNElts; off uniform across the warp, so the
+// switch does not diverge).
+template <typename Ktraits>
+__device__ __forceinline__ void extract_shifted(typename Ktraits::vec_t& out, const uint32_t (&lo)[4],
+                                                const uint32_t (&hi)[4], int off) {
+  constexpr int kEltsPerWord = Ktraits::kEltsPerWord;
+  const uint32_t sh = static_cast<uint32_t>(off % kEltsPerWord) * (32u / kEltsPerWord);
+  const uint32_t c[8] = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
+  auto pick = [&](auto q) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out.word(i) = __funnelshift_r(c[q.value + i], c[q.value + i + 1], sh);
+  };
+  switch (off / kEltsPerWord) {
+    case 0: pick(std::integral_constant<int, 0>{}); break;
+    case 1: pick(std::integral_constant<int, 1>{}); break;
+    case 2: pick(std::integral_constant<int, 2>{}); break;
+    default: pick(std::integral_constant<int, 3>{}); break;
+  }
+}
+
+// Shuffled rows: the lane's row vectors v0 + 32 k (positions from v0 * kNElts) of the row at flat element
+// row_off. Row vector j is elements off .. off + kNElts - 1 (off = row_off mod kNElts) of flat vectors j and
+// j + 1 counted from the row's aligned base: the lane loads the first (16-byte coalesced loads), the next lane
+// holds the second (the last lane takes it from the next k's lane 0, or from the vector after the tile).
+// Positions past L read 0.
+template <typename Ktraits>
+__device__ __forceinline__ void load_row_vectors(typename Ktraits::vec_t (&out)[Ktraits::kVecs],
+                                                 const typename Ktraits::T* flat, int64_t row_off, int v0, int lane,
+                                                 const BwdRowsArgs& a) {
+  using vec_t = typename Ktraits::vec_t;
+  constexpr int kNElts = Ktraits::kNElts, kVecs = Ktraits::kVecs;
+  const int off = static_cast<int>(row_off % kNElts);
+  const int64_t f0 = (row_off - off) / kNElts + v0;  // the lane's flat vector at k = 0
+  vec_t f[kVecs], after;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) load_flat_vector<Ktraits>(f[k], flat, f0 + k * kWarpSize, a.n_elts);
+  load_flat_vector<Ktraits>(after, flat, f0 - lane + kVecs * kWarpSize, a.n_elts);  // one address for the warp
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    uint32_t lo[4], hi[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      lo[i] = f[k].word(i);
+      const uint32_t down = warp_shfl(f[k].word(i), (lane + 1) & (kWarpSize - 1));
+      const uint32_t wrap = k + 1 < kVecs ? warp_shfl(f[k + 1 < kVecs ? k + 1 : k].word(i), 0) : after.word(i);
+      hi[i] = lane + 1 < kWarpSize ? down : wrap;
+    }
+    extract_shifted<Ktraits>(out[k], lo, hi, off);
+    const int64_t e = static_cast<int64_t>(v0 + k * kWarpSize) * kNElts;
+    if (e + kNElts > a.seqlen) {
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i)
+        if (e + i >= a.seqlen) out[k].elt[i] = from_float<typename Ktraits::T>(0.f);
+    }
+  }
+}
+
+// Shuffled rows: dx of row vector j (g, positions e = j * kNElts ..) into the row at flat element row_off, as
+// the flat array's 16-byte vector j from the aligned base (its first off elements from the previous lane's row
+// vector): one aligned store a lane inside the row; lane 0, whose previous vector is not in the warp, writes
+// only its own elements, and the last lane (or the row's last vector) also writes its own vector's tail, which
+// lies in the next flat vector. Every lane calls it (shuffles); valid: row vector j is in the row.
+template <typename Ktraits>
+__device__ __forceinline__ void store_row_vector(typename Ktraits::T* flat, int64_t row_off,
+                                                 const float (&g)[Ktraits::kNElts], int64_t e, int lane, bool valid,
+                                                 bool last_of_row, int64_t L) {
+  using T = typename Ktraits::T;
+  constexpr int kNElts = Ktraits::kNElts;
+  const int off = static_cast<int>(row_off % kNElts);
+  typename Ktraits::vec_t cur;
+#pragma unroll
+  for (int i = 0; i < kNElts; ++i) cur.elt[i] = from_float<T>(g[i]);
+  T* row = flat + row_off;
+  if (off == 0) {  // the row starts on the vector grid (uniform)
+    if (valid) {
+      if (e + kNElts <= L) {
+        cur.store(row + e);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i)
+          if (e + i < L) row[e + i] = cur.elt[i];
+      }
+    }
+    return;
+  }
+  uint32_t prev[4], own[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    own[i] = cur.word(i);
+    prev[i] = warp_shfl(cur.word(i), (lane - 1) & (kWarpSize - 1));
+  }
+  typename Ktraits::vec_t fv;
+  extract_shifted<Ktraits>(fv, prev, own, kNElts - off);
+  if (!valid) return;
+  const int64_t p0 = e - off;  // row position of the flat vector's first element
+  if (lane > 0 && p0 >= 0 && p0 + kNElts <= L) {
+    fv.store(row + p0);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kNElts; ++i) {
+      const int64_t t = p0 + i;
+      if (t >= 0 && t < L && (lane > 0 || t >= e)) row[t] = fv.elt[i];
+    }
+  }
+  if (lane + 1 == kWarpSize || last_of_row) {
+#pragma unroll
+    for (int i = 0; i < kNElts; ++i)
+      if (i >= kNElts - off && e + i < L) row[e + i] = cur.elt[i];
   }
 }
 
@@ -518,10 +647,15 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
+    if constexpr (Ktraits::kShuffled) {
+      load_row_vectors<Ktraits>(xv, static_cast<const T*>(a.x), row_off, static_cast<int>(v0), lane, a);
+      load_row_vectors<Ktraits>(gv, static_cast<const T*>(a.dout), row_off, static_cast<int>(v0), lane, a);
+    } else {
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
-      load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
+      for (int k = 0; k < kVecs; ++k) {
+        load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
+        load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
+      }
     }
     uint32_t first_halo[kHaloWordsAlloc];
 #pragma unroll
@@ -710,7 +844,11 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           }
         }
       } else {
-        if (dxr != nullptr && v < a.row_vecs) {
+        if constexpr (Ktraits::kShuffled) {  // every lane: the store's shuffles
+          if (dxr != nullptr)
+            store_row_vector<Ktraits>(static_cast<T*>(a.dx), row_off, g, e, lane, v < a.row_vecs,
+                                      v + 1 == a.row_vecs, L);
+        } else if (dxr != nullptr && v < a.row_vecs) {
           if constexpr (kUnaligned) {
             store_unaligned<Ktraits>(dxr + e, g, L - e);
           } else {
