@@ -1,18 +1,18 @@
 #!/bin/bash
-# Session 19, one device call: the shifted rows (odd L) as row-relative vectors with element loads (this tree)
-# against 32-bit word loads a lane (-DAITER_LITE_BWD_ROWS_WORD_LOADS) and session 12's flat-array form
-# (-DAITER_LITE_BWD_ROWS_FLAT_SHIFTED), all
+# Session 19, one device call: the shifted rows (odd L) as row-relative vectors (this tree: 32-bit word loads, dx
+# stored as the flat array's 16-byte vectors)
+# against 32-bit dx stores a lane (-DAITER_LITE_BWD_ROWS_WORD_STORES)
+# (16-bit W <= 2 take session 12's flat form), both
 # beside causal-conv1d's backward (prebuilt peers from .peers/prebuilt_site.tar.xz); then the backward paths' and
 # the states file's GPU tests and memcheck on the shifted rows tests. Summary last; logs under $OUT.
 source bench/lab/lab_steps.sh
 ( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
-NVCC_APPEND_FLAGS="-DAITER_LITE_BWD_ROWS_FLAT_SHIFTED" build_tree "$PWD" /tmp/c_flat "$L/build_flat.txt" &
-NVCC_APPEND_FLAGS="-DAITER_LITE_BWD_ROWS_WORD_LOADS" build_tree "$PWD" /tmp/c_words "$L/build_words.txt" &
+NVCC_APPEND_FLAGS="-DAITER_LITE_BWD_ROWS_WORD_STORES" build_tree "$PWD" /tmp/c_words "$L/build_words.txt" &
 build_tree "$PWD" /tmp/c_new "$L/build_new.txt"
 wait
-echo "peers: $(tail -n 1 "$L/peers.txt") new: $(tail -n 2 "$L/build_new.txt" | tr '\n' ' ') flat: $(tail -n 2 "$L/build_flat.txt" | tr '\n' ' ') at $((SECONDS - t0)) s"
+echo "peers: $(tail -n 1 "$L/peers.txt") new: $(tail -n 2 "$L/build_new.txt" | tr '\n' ' ') at $((SECONDS - t0)) s"
 for r in 1 2; do
-  for v in new words flat; do
+  for v in new words; do
     PYTHONPATH=$PWD:/tmp/peers/site AITER_LITE_CACHE_DIR=/tmp/c_$v timeout 90 python3 bench/lab/conv_bwd_odd_ab.py $v \
       $([ $v = new ] && echo --dao) >> "$L/odd.txt" 2>> "$L/odd_err.txt"
   done

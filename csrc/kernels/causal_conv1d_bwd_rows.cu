@@ -79,22 +79,36 @@ constexpr bool kFlatShifted = true;
 #else
 constexpr bool kFlatShifted = false;
 #endif
-// AITER_LITE_BWD_ROWS_WORD_LOADS (A/B): 16-bit unaligned rows read by 32-bit loads a lane, not shuffled.
-#ifdef AITER_LITE_BWD_ROWS_WORD_LOADS
-constexpr bool kShuffleRows = false;
+// 16-bit unaligned rows: x and dout read by 32-bit loads a lane (5 words a vector and a shift), dx written as the
+// flat array's 16-byte vectors (store_row_vector). A/B knobs: AITER_LITE_BWD_ROWS_SHUFFLE_LOADS reads whole
+// tiles as 16-byte vectors moved by shuffles (load_row_vectors: H100, session 19, 20% slower, more instructions
+// than the kernel can issue); AITER_LITE_BWD_ROWS_WORD_STORES writes dx by 32-bit stores a lane.
+#ifdef AITER_LITE_BWD_ROWS_SHUFFLE_LOADS
+constexpr bool kShuffleLoads = true;
 #else
-constexpr bool kShuffleRows = true;
+constexpr bool kShuffleLoads = false;
 #endif
+#ifdef AITER_LITE_BWD_ROWS_WORD_STORES
+constexpr bool kShuffleStores = false;
+#else
+constexpr bool kShuffleStores = true;
+#endif
+
+// Whether shifted rows of this element size and width take the flat array's vectors (kFlat) or row-relative ones.
+constexpr bool flat_shifted_rows(int elt_bytes, int width) {
+  return kFlatShifted || (elt_bytes == 2 && width <= 2);
+}
 
 template <typename T_, int kWidth_, int kVecs_, bool kShifted_, bool kSeq_ = false>
 struct BwdRowsTraits {
   using T = T_;
   static constexpr bool kShifted = kShifted_;
-  static constexpr bool kFlat = kShifted_ && kFlatShifted;       // vectors of the flat array
-  static constexpr bool kUnaligned = kShifted_ && !kFlatShifted;  // row-relative vectors, element loads
-  // 16-bit unaligned rows: whole tiles from the flat array's 16-byte vectors, moved into row-relative vectors by
-  // warp shuffles and a shift (load_row_vectors, store_row_vector); fp32 keeps its element loads.
-  static constexpr bool kShuffled = kShifted_ && !kFlatShifted && kShuffleRows && sizeof(T_) == 2;
+  // Vectors of the flat array: under the knob, and for 16-bit W <= 2 (H100, session 19: 0.79 of copy on bf16
+  // 8 x 4096 x 4093 W = 2 against 0.64 row-relative; row-relative wins from W = 3 on).
+  static constexpr bool kFlat = kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_);
+  static constexpr bool kUnaligned = kShifted_ && !kFlat;  // row-relative vectors
+  static constexpr bool kShuffledLoads = kUnaligned && kShuffleLoads && sizeof(T_) == 2;
+  static constexpr bool kShuffledStores = kUnaligned && kShuffleStores && sizeof(T_) == 2;
   static constexpr bool kSeq = kSeq_;
   static_assert(!(kShifted_ && kSeq_), "seq_idx takes aligned rows only");
   static constexpr int kWidth = kWidth_;
@@ -108,7 +122,7 @@ struct BwdRowsTraits {
   // seq_idx mode holds a window's sequence numbers (kNElts + 2 kSeqPad).
   static constexpr int kMinBlocks =
       kSeq_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 6 : (kWidth_ <= 6 ? 5 : 4)))
-      : (kShifted_ && kFlatShifted) ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
+      : (kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_)) ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
                                : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
                   : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
@@ -647,7 +661,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
-    if constexpr (Ktraits::kShuffled) {
+    if constexpr (Ktraits::kShuffledLoads) {
       load_row_vectors<Ktraits>(xv, static_cast<const T*>(a.x), row_off, static_cast<int>(v0), lane, a);
       load_row_vectors<Ktraits>(gv, static_cast<const T*>(a.dout), row_off, static_cast<int>(v0), lane, a);
     } else {
@@ -844,7 +858,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           }
         }
       } else {
-        if constexpr (Ktraits::kShuffled) {  // every lane: the store's shuffles
+        if constexpr (Ktraits::kShuffledStores) {  // every lane: the store's shuffles
           if (dxr != nullptr)
             store_row_vector<Ktraits>(static_cast<T*>(a.dx), row_off, g, e, lane, v < a.row_vecs,
                                       v + 1 == a.row_vecs, L);
@@ -890,9 +904,11 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 // Tiles per row: aligned rows L / kNElts vectors; shifted rows at most (lead + L + 2 kNElts - 2) / kNElts,
 // whatever the row's offset in the vector grid (every row gets the same count, so each (row, tile) writes
 // exactly one partial row, all-zero tiles included).
-int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, bool shifted, int64_t tile_vecs) {
-  const int64_t row_vecs = shifted ? (kFlatShifted ? (lead + L + 2 * n_elts - 2) / n_elts : (L + n_elts - 1) / n_elts)
-                                   : L / n_elts;
+int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width, bool shifted, int64_t tile_vecs) {
+  const bool flat = flat_shifted_rows(static_cast<int>(kVecBytes / n_elts), static_cast<int>(width));
+  const int64_t row_vecs = !shifted ? L / n_elts
+                           : flat   ? (lead + L + 2 * n_elts - 2) / n_elts
+                                    : (L + n_elts - 1) / n_elts;
   return (row_vecs + tile_vecs - 1) / tile_vecs;
 }
 
@@ -921,7 +937,7 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.row_vecs = static_cast<int32_t>((p.seqlen + (Ktraits::kUnaligned ? Ktraits::kNElts - 1 : 0)) / Ktraits::kNElts);
   a.lead = static_cast<int32_t>(lead_of(p));
   a.n_elts = p.batch * p.dim * p.seqlen;
-  const int64_t tiles_per_row = tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kShifted, Ktraits::kTileVecs);
+  const int64_t tiles_per_row = tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kW, kShifted, Ktraits::kTileVecs);
   const int64_t n_tiles = p.batch * p.dim * tiles_per_row;  // < 2^31: bwd_rows_plan checked
   a.n_tiles = static_cast<uint32_t>(n_tiles);
   a.tiles_per_row = static_cast<uint32_t>(tiles_per_row);
@@ -995,10 +1011,10 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   // Share of a warp's lanes that hold positions of the row.
   auto efficiency = [&](bool shifted, int64_t tile_vecs) {
     return static_cast<double>(L) /
-           static_cast<double>(tiles_per_row_of(L, lead, n_elts, shifted, tile_vecs) * tile_vecs * n_elts);
+           static_cast<double>(tiles_per_row_of(L, lead, n_elts, p.width, shifted, tile_vecs) * tile_vecs * n_elts);
   };
   auto fits = [&](bool shifted) {  // 32-bit tile indices
-    return B * D * tiles_per_row_of(L, lead, n_elts, shifted, kWarpSize) <= INT32_MAX;
+    return B * D * tiles_per_row_of(L, lead, n_elts, p.width, shifted, kWarpSize) <= INT32_MAX;
   };
   // Two vectors per lane once one-vector warps would not all fit on a large GPU at once (132 SMs x
   // 32 warps), as in the forward's rows plan.
@@ -1021,7 +1037,7 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   }
   if (plan.vecs_per_lane > 0)
     plan.partial_rows =
-        B * tiles_per_row_of(L, lead, n_elts, plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize);
+        B * tiles_per_row_of(L, lead, n_elts, p.width, plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize);
   return plan;
 }
 
