@@ -3,11 +3,12 @@
 //
 // Aligned rows (L a multiple of the elements in 16 bytes): vectors are counted from the row start.
 // Shifted rows (any other L, kShifted): vectors are still counted from the row start, but a row starts on
-// its element's alignment only, so x and dout are read and dx written element by element (the row's last
-// vector partial: zeros past L). Session 19 (H100, bf16 8 x 5120 x 2047): 1.5x faster than session 12's form,
-// kept for A/B under AITER_LITE_BWD_ROWS_FLAT_SHIFTED (kFlat): the tensor as one flat array of 16-byte
-// vectors, a row's tile covering the vectors that hold its positions -(W-1) .. L-1 and masking the
-// neighbouring rows' elements, which cost a partly empty last tile a row and masks in every vector.
+// its element's alignment only, so x and dout are read by 32-bit words (16-bit types: the 5 aligned words
+// around a vector and a funnel shift) or elements (fp32), dx written likewise, the row's last vector partial
+// (zeros past L). Session 19 (H100, bf16 8 x 5120 x 2047 W = 4): 1.4x faster than session 12's form (kFlat),
+// which 16-bit W <= 2 keep: the tensor as one flat array of 16-byte vectors, a row's tile covering the vectors
+// that hold its positions -(W-1) .. L-1 and masking the neighbouring rows' elements. Tried and dropped: whole
+// tiles loaded as 16-byte vectors and moved by warp shuffles (20% slower), dx stored that way (12% slower).
 //
 // A warp tile is kTileVecs consecutive 16-byte vectors of one row (lane l: vectors l, l + 32, ...),
 // as in the forward's rows kernel. Per tile:
@@ -63,37 +64,22 @@ constexpr bool kShiftedLargeVecs = false;
 constexpr bool kShiftedLargeVecs = true;
 #endif
 
-// Blocks per SM of shifted rows with kRowsLargeVecs at W <= 4 (AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS: A/B).
+// Blocks per SM of flat shifted rows with kRowsLargeVecs at W <= 4 (AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS: A/B).
 #ifdef AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS
 constexpr int kShiftedLargeBlocks = AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS;
 #else
-constexpr int kShiftedLargeBlocks = 7;  // 72 registers, 12 bytes spilled (ptxas 13.0, 16-bit W = 4); session 19:
-                                         // 12-17% faster than 5 on odd L (docs/causal_conv1d.md)
+constexpr int kShiftedLargeBlocks = 7;  // 72 registers (ptxas 13.0); session 19, H100: 12-17% faster than 5 on
+                                         // odd L (docs/causal_conv1d.md)
 #endif
 
-// Rows off the vector grid (kShifted): row-relative vectors read and written element by element (session 19),
-// unless AITER_LITE_BWD_ROWS_FLAT_SHIFTED builds session 12's form (16-byte vectors of the flat array, masked at
-// the row ends) for A/B timing.
+// Rows off the vector grid (kShifted), session 19: row-relative vectors (kUnaligned; 16-bit types by 32-bit loads
+// and stores, fp32 by element), except 16-bit W <= 2, which keep session 12's form (kFlat: 16-byte vectors of the
+// flat array, masked at the row ends); AITER_LITE_BWD_ROWS_FLAT_SHIFTED builds the flat form everywhere (A/B).
 #ifdef AITER_LITE_BWD_ROWS_FLAT_SHIFTED
 constexpr bool kFlatShifted = true;
 #else
 constexpr bool kFlatShifted = false;
 #endif
-// 16-bit unaligned rows: x and dout read by 32-bit loads a lane (5 words a vector and a shift), dx written as the
-// flat array's 16-byte vectors (store_row_vector). A/B knobs: AITER_LITE_BWD_ROWS_SHUFFLE_LOADS reads whole
-// tiles as 16-byte vectors moved by shuffles (load_row_vectors: H100, session 19, 20% slower, more instructions
-// than the kernel can issue); AITER_LITE_BWD_ROWS_WORD_STORES writes dx by 32-bit stores a lane.
-#ifdef AITER_LITE_BWD_ROWS_SHUFFLE_LOADS
-constexpr bool kShuffleLoads = true;
-#else
-constexpr bool kShuffleLoads = false;
-#endif
-#ifdef AITER_LITE_BWD_ROWS_WORD_STORES
-constexpr bool kShuffleStores = false;
-#else
-constexpr bool kShuffleStores = true;
-#endif
-
 // Whether shifted rows of this element size and width take the flat array's vectors (kFlat) or row-relative ones.
 constexpr bool flat_shifted_rows(int elt_bytes, int width) {
   return kFlatShifted || (elt_bytes == 2 && width <= 2);
@@ -107,8 +93,6 @@ struct BwdRowsTraits {
   // 8 x 4096 x 4093 W = 2 against 0.64 row-relative; row-relative wins from W = 3 on).
   static constexpr bool kFlat = kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_);
   static constexpr bool kUnaligned = kShifted_ && !kFlat;  // row-relative vectors
-  static constexpr bool kShuffledLoads = kUnaligned && kShuffleLoads && sizeof(T_) == 2;
-  static constexpr bool kShuffledStores = kUnaligned && kShuffleStores && sizeof(T_) == 2;
   static constexpr bool kSeq = kSeq_;
   static_assert(!(kShifted_ && kSeq_), "seq_idx takes aligned rows only");
   static constexpr int kWidth = kWidth_;
@@ -413,117 +397,6 @@ __device__ __forceinline__ void load_vector(typename Ktraits::vec_t& out, const 
   }
 }
 
-// Elements off .. off + kNElts - 1 of the 8 words lo ++ hi (off < kNElts; off uniform across the warp, so the
-// switch does not diverge).
-template <typename Ktraits>
-__device__ __forceinline__ void extract_shifted(typename Ktraits::vec_t& out, const uint32_t (&lo)[4],
-                                                const uint32_t (&hi)[4], int off) {
-  constexpr int kEltsPerWord = Ktraits::kEltsPerWord;
-  const uint32_t sh = static_cast<uint32_t>(off % kEltsPerWord) * (32u / kEltsPerWord);
-  const uint32_t c[8] = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
-  auto pick = [&](auto q) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out.word(i) = __funnelshift_r(c[q.value + i], c[q.value + i + 1], sh);
-  };
-  switch (off / kEltsPerWord) {
-    case 0: pick(std::integral_constant<int, 0>{}); break;
-    case 1: pick(std::integral_constant<int, 1>{}); break;
-    case 2: pick(std::integral_constant<int, 2>{}); break;
-    default: pick(std::integral_constant<int, 3>{}); break;
-  }
-}
-
-// Shuffled rows: the lane's row vectors v0 + 32 k (positions from v0 * kNElts) of the row at flat element
-// row_off. Row vector j is elements off .. off + kNElts - 1 (off = row_off mod kNElts) of flat vectors j and
-// j + 1 counted from the row's aligned base: the lane loads the first (16-byte coalesced loads), the next lane
-// holds the second (the last lane takes it from the next k's lane 0, or from the vector after the tile).
-// Positions past L read 0.
-template <typename Ktraits>
-__device__ __forceinline__ void load_row_vectors(typename Ktraits::vec_t (&out)[Ktraits::kVecs],
-                                                 const typename Ktraits::T* flat, int64_t row_off, int v0, int lane,
-                                                 const BwdRowsArgs& a) {
-  using vec_t = typename Ktraits::vec_t;
-  constexpr int kNElts = Ktraits::kNElts, kVecs = Ktraits::kVecs;
-  const int off = static_cast<int>(row_off % kNElts);
-  const int64_t f0 = (row_off - off) / kNElts + v0;  // the lane's flat vector at k = 0
-  vec_t f[kVecs], after;
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) load_flat_vector<Ktraits>(f[k], flat, f0 + k * kWarpSize, a.n_elts);
-  load_flat_vector<Ktraits>(after, flat, f0 - lane + kVecs * kWarpSize, a.n_elts);  // one address for the warp
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    uint32_t lo[4], hi[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      lo[i] = f[k].word(i);
-      const uint32_t down = warp_shfl(f[k].word(i), (lane + 1) & (kWarpSize - 1));
-      const uint32_t wrap = k + 1 < kVecs ? warp_shfl(f[k + 1 < kVecs ? k + 1 : k].word(i), 0) : after.word(i);
-      hi[i] = lane + 1 < kWarpSize ? down : wrap;
-    }
-    extract_shifted<Ktraits>(out[k], lo, hi, off);
-    const int64_t e = static_cast<int64_t>(v0 + k * kWarpSize) * kNElts;
-    if (e + kNElts > a.seqlen) {
-#pragma unroll
-      for (int i = 0; i < kNElts; ++i)
-        if (e + i >= a.seqlen) out[k].elt[i] = from_float<typename Ktraits::T>(0.f);
-    }
-  }
-}
-
-// Shuffled rows: dx of row vector j (g, positions e = j * kNElts ..) into the row at flat element row_off, as
-// the flat array's 16-byte vector j from the aligned base (its first off elements from the previous lane's row
-// vector): one aligned store a lane inside the row; lane 0, whose previous vector is not in the warp, writes
-// only its own elements, and the last lane (or the row's last vector) also writes its own vector's tail, which
-// lies in the next flat vector. Every lane calls it (shuffles); valid: row vector j is in the row.
-template <typename Ktraits>
-__device__ __forceinline__ void store_row_vector(typename Ktraits::T* flat, int64_t row_off,
-                                                 const float (&g)[Ktraits::kNElts], int64_t e, int lane, bool valid,
-                                                 bool last_of_row, int64_t L) {
-  using T = typename Ktraits::T;
-  constexpr int kNElts = Ktraits::kNElts;
-  const int off = static_cast<int>(row_off % kNElts);
-  typename Ktraits::vec_t cur;
-#pragma unroll
-  for (int i = 0; i < kNElts; ++i) cur.elt[i] = from_float<T>(g[i]);
-  T* row = flat + row_off;
-  if (off == 0) {  // the row starts on the vector grid (uniform)
-    if (valid) {
-      if (e + kNElts <= L) {
-        cur.store(row + e);
-      } else {
-#pragma unroll
-        for (int i = 0; i < kNElts; ++i)
-          if (e + i < L) row[e + i] = cur.elt[i];
-      }
-    }
-    return;
-  }
-  uint32_t prev[4], own[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    own[i] = cur.word(i);
-    prev[i] = warp_shfl(cur.word(i), (lane - 1) & (kWarpSize - 1));
-  }
-  typename Ktraits::vec_t fv;
-  extract_shifted<Ktraits>(fv, prev, own, kNElts - off);
-  if (!valid) return;
-  const int64_t p0 = e - off;  // row position of the flat vector's first element
-  if (lane > 0 && p0 >= 0 && p0 + kNElts <= L) {
-    fv.store(row + p0);
-  } else {
-#pragma unroll
-    for (int i = 0; i < kNElts; ++i) {
-      const int64_t t = p0 + i;
-      if (t >= 0 && t < L && (lane > 0 || t >= e)) row[t] = fv.elt[i];
-    }
-  }
-  if (lane + 1 == kWarpSize || last_of_row) {
-#pragma unroll
-    for (int i = 0; i < kNElts; ++i)
-      if (i >= kNElts - off && e + i < L) row[e + i] = cur.elt[i];
-  }
-}
-
 // 32-bit word wi of the row (aligned) or of the flat array (flat shifted); 0 where it is not wholly inside.
 // Unaligned rows: the elements of the row's positions wi * kEltsPerWord + i, each 0 outside [0, L).
 template <typename Ktraits>
@@ -661,15 +534,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
-    if constexpr (Ktraits::kShuffledLoads) {
-      load_row_vectors<Ktraits>(xv, static_cast<const T*>(a.x), row_off, static_cast<int>(v0), lane, a);
-      load_row_vectors<Ktraits>(gv, static_cast<const T*>(a.dout), row_off, static_cast<int>(v0), lane, a);
-    } else {
 #pragma unroll
-      for (int k = 0; k < kVecs; ++k) {
-        load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
-        load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
-      }
+    for (int k = 0; k < kVecs; ++k) {
+      load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
+      load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
     }
     uint32_t first_halo[kHaloWordsAlloc];
 #pragma unroll
@@ -858,11 +726,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           }
         }
       } else {
-        if constexpr (Ktraits::kShuffledStores) {  // every lane: the store's shuffles
-          if (dxr != nullptr)
-            store_row_vector<Ktraits>(static_cast<T*>(a.dx), row_off, g, e, lane, v < a.row_vecs,
-                                      v + 1 == a.row_vecs, L);
-        } else if (dxr != nullptr && v < a.row_vecs) {
+        if (dxr != nullptr && v < a.row_vecs) {
           if constexpr (kUnaligned) {
             store_unaligned<Ktraits>(dxr + e, g, L - e);
           } else {
