@@ -5,7 +5,8 @@ copy of the bytes the backward must move (x and dout read, dx written). Columns:
 fraction of copy speed (copy µs / ours). Run once per tree to A/B (session 19: the rows kernel's seq_idx mode
 against the plain rows kernel plus the seq_idx fix-up).
 
-  python bench/lab/conv_bwd_seq_idx_ab.py LABEL [--reps N]
+  python bench/lab/conv_bwd_seq_idx_ab.py LABEL [--reps N] [--layout channel_last] [--dao]
+  (--dao: causal-conv1d 1.7's backward beside ours, plain and with seq_idx; its seq_idx takes channel-last only)
 """
 from __future__ import annotations
 
@@ -50,15 +51,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("label")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--layout", choices=["contiguous", "channel_last"], default="contiguous")
+    ap.add_argument("--dao", action="store_true", help="time causal-conv1d's backward (importable) beside ours")
     args = ap.parse_args()
+    dao = None
+    if args.dao:
+        from causal_conv1d.cpp_functions import causal_conv1d_bwd_function as dao
     gen = torch.Generator().manual_seed(11)
     bwd = torch.ops.aiter_lite.causal_conv1d_bwd
     print(f"{args.label} | {torch.cuda.get_device_name()} | aiter_lite from {Path(aiter_lite.__file__).parent}")
-    print("| label | x | B×D×L, W, seqs | copy µs | plain µs | +seq_idx µs | +seq_idx det µs | seq/plain |")
+    print(f"layout {args.layout}")
+    print("| label | x | B×D×L, W, seqs | copy µs | plain µs | +seq_idx µs | +seq_idx det µs | seq/plain | dao plain µs "
+          "| dao +seq_idx µs | ours vs dao (seq_idx) |")
     for dt, B, D, L, W, n_seq, pad in SHAPES:
         dtype = DTYPES[dt]
-        x = torch.randn(B, D, L, device="cuda").to(dtype)
-        dout = torch.randn(B, D, L, device="cuda").to(dtype)
+        if args.layout == "channel_last":
+            x = torch.randn(B, L, D, device="cuda").to(dtype).transpose(1, 2)
+            dout = torch.randn(B, L, D, device="cuda").to(dtype).transpose(1, 2)
+        else:
+            x = torch.randn(B, D, L, device="cuda").to(dtype)
+            dout = torch.randn(B, D, L, device="cuda").to(dtype)
         w, b = torch.randn(D, W, device="cuda") * 0.5, torch.randn(D, device="cuda")
         sid = packed_ids(B, L, n_seq, pad, gen)
 
@@ -70,9 +82,15 @@ def main():
         src = torch.empty(x.numel() * x.element_size() * 3 // 8, device="cuda").normal_()
         dst = torch.empty_like(src)
         t_copy = graph_time_us(lambda: dst.copy_(src), args.reps)
-        cells = [f"{t:.1f} ({t_copy / t:.2f})" for t in times]
+        cells = [f"{t:.1f} ({t_copy / t:.2f})" for t in times] + [f"{times[1] / times[0]:.2f}×", "–", "–", "–"]
+        if dao is not None:
+            td = [graph_time_us(lambda s=s: dao(x, w, b, dout, s, None, None, None, False, True), args.reps)
+                  for s in (None, sid if args.layout == "channel_last" else None)]
+            cells[4:] = [f"{td[0]:.1f} ({t_copy / td[0]:.2f})",
+                         f"{td[1]:.1f} ({t_copy / td[1]:.2f})" if args.layout == "channel_last" else "–",
+                         f"{td[1] / times[1]:.2f}×" if args.layout == "channel_last" else "–"]
         print(f"| {args.label} | {dt} | {B}×{D}×{L}, {W}, {n_seq}{' +pad' if pad else ''} | {t_copy:.1f} | "
-              + " | ".join(cells) + f" | {times[1] / times[0]:.2f}× |", flush=True)
+              + " | ".join(cells) + " |", flush=True)
         del x, dout, src, dst
 
 

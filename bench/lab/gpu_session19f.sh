@@ -19,12 +19,7 @@ for r in 1 2; do
 done
 echo "odd done at $((SECONDS - t0)) s"; tail -n 3 "$L/odd_err.txt"
 export PYTHONPATH=$PWD AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
-P="python3 -m pytest -q -m gpu -p no:cacheprovider"
-timeout 200 $P tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py > "$L/tests.txt" 2>&1
-echo "tests rc=$? at $((SECONDS - t0)) s" >> "$L/tests.txt"
-timeout 100 compute-sanitizer --tool memcheck --print-limit 20 $P -s tests/test_gpu_causal_conv1d_bwd_paths.py \
-  -k "shifted_rows" > "$L/memcheck.txt" 2>&1
-echo "memcheck rc=$? at $((SECONDS - t0)) s" >> "$L/memcheck.txt"
+gpu_checks "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py" \
+  "tests/test_gpu_causal_conv1d_bwd_paths.py" "shifted_rows" 200 100
 cat "$L/odd.txt"; echo
-grep -E "^FAILED|^ERROR|passed|failed|tests rc" "$L/tests.txt" | tail -n 12
-grep -hE "ERROR SUMMARY|Invalid|passed|failed|memcheck rc" "$L/memcheck.txt" | tail -n 4
+check_summary

@@ -17,14 +17,7 @@ for v in old new; do
 done
 echo "odd done at $((SECONDS - t0)) s"; tail -n 3 "$L/odd_err.txt"
 export PYTHONPATH=$NEW:/tmp/peers/site AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
-P="python3 -m pytest -q -m gpu -p no:cacheprovider"
-timeout 240 $P tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py \
-  tests/test_gpu_peer_suite.py > "$L/tests.txt" 2>&1
-echo "tests rc=$? at $((SECONDS - t0)) s" >> "$L/tests.txt"
-timeout 100 compute-sanitizer --tool memcheck --print-limit 20 $P -s tests/test_gpu_causal_conv1d_bwd_paths.py \
-  tests/test_gpu_causal_conv1d_states.py -k "shifted_rows or padding_tokens_gradients_on_every_path and 4-" \
-  > "$L/memcheck.txt" 2>&1
-echo "memcheck rc=$? at $((SECONDS - t0)) s" >> "$L/memcheck.txt"
+gpu_checks "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py tests/test_gpu_peer_suite.py" \
+  "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py" "shifted_rows or padding_tokens_gradients_on_every_path and 4-" 240 100
 cat "$L/ab.txt" "$L/odd.txt"; echo
-grep -E "^FAILED|^ERROR|passed|failed|tests rc" "$L/tests.txt" | tail -n 12
-grep -hE "ERROR SUMMARY|Invalid|passed|failed|memcheck rc" "$L/memcheck.txt" | tail -n 4
+check_summary

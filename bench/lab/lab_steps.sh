@@ -1,4 +1,4 @@
-# Steps the session device scripts share (sourced first by gpu_session17.sh, gpu_session18.sh, gpu_session18b.sh,
+# Steps the session device scripts share (sourced first by gpu_session17.sh, gpu_session18*.sh, gpu_session19*.sh,
 # from the repository root): sourcing it sets the shell options, the log folder $L (under $OUT) and the start
 # time $t0, and prints the GPU; every step below runs under a timeout.
 set -uo pipefail
@@ -51,4 +51,19 @@ ab_rounds() {
     PYTHONPATH=$NEW AITER_LITE_CACHE_DIR=/tmp/c_new timeout "$2" python3 "bench/lab/$1" new >> "$L/ab.txt" 2>> "$L/ab_err.txt"
   done
   echo "A/B done at $((SECONDS - t0)) s"; tail -n 5 "$L/ab_err.txt"
+}
+
+# gpu_checks "TEST FILES" "MEMCHECK FILES" MEM_K TEST_S MEM_S: the GPU tests of TEST FILES (tests.txt), then
+# compute-sanitizer memcheck on the tests of MEMCHECK FILES selected by MEM_K (memcheck.txt), each under its timeout,
+# one after the other; each log ends with its rc line. check_summary prints their summary lines.
+gpu_checks() {
+  local P="python3 -m pytest -q -m gpu -p no:cacheprovider"
+  timeout "$4" $P $1 > "$L/tests.txt" 2>&1
+  echo "tests rc=$? at $((SECONDS - t0)) s" >> "$L/tests.txt"
+  timeout "$5" compute-sanitizer --tool memcheck --print-limit 20 $P -s $2 -k "$3" > "$L/memcheck.txt" 2>&1
+  echo "memcheck rc=$? at $((SECONDS - t0)) s" >> "$L/memcheck.txt"
+}
+check_summary() {
+  grep -E "^FAILED|^ERROR|passed|failed|tests rc" "$L/tests.txt" | tail -n 12
+  grep -hE "ERROR SUMMARY|Invalid|passed|failed|memcheck rc" "$L/memcheck.txt" | tail -n 4
 }
