@@ -1,13 +1,11 @@
 #!/bin/bash
-# Session 19, one device call: the shifted rows (odd L) as row-relative vectors (this tree: 32-bit word loads, dx
-# stored as the flat array's 16-byte vectors)
-# against 32-bit dx stores a lane (-DAITER_LITE_BWD_ROWS_WORD_STORES)
-# (16-bit W <= 2 take session 12's flat form), both
+# Session 19, one device call: the shifted rows (odd L) as row-relative vectors (this tree: 16-bit x and dout
+# through a shared-memory stage) against 32-bit word loads a lane (-DAITER_LITE_BWD_ROWS_WORD_LOADS), both
 # beside causal-conv1d's backward (prebuilt peers from .peers/prebuilt_site.tar.xz); then the backward paths' and
 # the states file's GPU tests and memcheck on the shifted rows tests. Summary last; logs under $OUT.
 source bench/lab/lab_steps.sh
 ( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
-NVCC_APPEND_FLAGS="-DAITER_LITE_BWD_ROWS_WORD_STORES" build_tree "$PWD" /tmp/c_words "$L/build_words.txt" &
+NVCC_APPEND_FLAGS="-DAITER_LITE_BWD_ROWS_WORD_LOADS" build_tree "$PWD" /tmp/c_words "$L/build_words.txt" &
 build_tree "$PWD" /tmp/c_new "$L/build_new.txt"
 wait
 echo "peers: $(tail -n 1 "$L/peers.txt") new: $(tail -n 2 "$L/build_new.txt" | tr '\n' ' ') at $((SECONDS - t0)) s"
@@ -21,5 +19,8 @@ echo "odd done at $((SECONDS - t0)) s"; tail -n 3 "$L/odd_err.txt"
 export PYTHONPATH=$PWD AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
 gpu_checks "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py" \
   "tests/test_gpu_causal_conv1d_bwd_paths.py" "shifted_rows" 200 100
+timeout 90 compute-sanitizer --tool racecheck --print-limit 20 python3 -m pytest -q -m gpu -p no:cacheprovider -s \
+  tests/test_gpu_causal_conv1d_bwd_paths.py -k "shifted_rows and 4-" > "$L/racecheck.txt" 2>&1
+echo "racecheck rc=$?"; grep -hE "RACECHECK SUMMARY|hazard|passed|failed" "$L/racecheck.txt" | tail -n 3
 cat "$L/odd.txt"; echo
 check_summary

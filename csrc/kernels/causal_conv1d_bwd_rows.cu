@@ -80,6 +80,12 @@ constexpr bool kFlatShifted = true;
 #else
 constexpr bool kFlatShifted = false;
 #endif
+// AITER_LITE_BWD_ROWS_WORD_LOADS (A/B): 16-bit unaligned rows read by 32-bit loads a lane, not staged.
+#ifdef AITER_LITE_BWD_ROWS_WORD_LOADS
+constexpr bool kStagedRows = false;
+#else
+constexpr bool kStagedRows = true;
+#endif
 // Whether shifted rows of this element size and width take the flat array's vectors (kFlat) or row-relative ones.
 constexpr bool flat_shifted_rows(int elt_bytes, int width) {
   return kFlatShifted || (elt_bytes == 2 && width <= 2);
@@ -93,6 +99,11 @@ struct BwdRowsTraits {
   // 8 x 4096 x 4093 W = 2 against 0.64 row-relative; row-relative wins from W = 3 on).
   static constexpr bool kFlat = kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_);
   static constexpr bool kUnaligned = kShifted_ && !kFlat;  // row-relative vectors
+  // 16-bit unaligned rows read x and dout through a per-warp shared-memory stage (load_staged): the tile's flat
+  // 16-byte vectors (coalesced loads) at a 5-word stride, from which each lane reads its row vector's 5 words
+  // (an odd stride: no bank conflicts). kStageWords: one tensor's stage, kVecs * 32 + 1 vectors.
+  static constexpr bool kStaged = kUnaligned && sizeof(T_) == 2 && kStagedRows;
+  static constexpr int kStageWords = (kVecs_ * 32 + 1) * 5;
   static constexpr bool kSeq = kSeq_;
   static_assert(!(kShifted_ && kSeq_), "seq_idx takes aligned rows only");
   static constexpr int kWidth = kWidth_;
@@ -397,6 +408,71 @@ __device__ __forceinline__ void load_vector(typename Ktraits::vec_t& out, const 
   }
 }
 
+// Staged rows: the lane's row vectors k (positions (v0 + 32 k) * kNElts ..) of x and dout for the row at flat
+// element row_off. The warp loads the tile's kVecs * 32 + 1 flat vectors from the row's aligned base (16-byte
+// coalesced loads) into its stage at a 5-word stride; row vector j is then words q .. q + 4 of flat vectors j and
+// j + 1 (q = off / 2, off = row_off mod kNElts), shifted by a half word when off is odd. Positions past L read 0.
+template <typename Ktraits>
+__device__ __forceinline__ void load_staged(typename Ktraits::vec_t (&xv)[Ktraits::kVecs],
+                                            typename Ktraits::vec_t (&gv)[Ktraits::kVecs], const BwdRowsArgs& a,
+                                            int64_t row_off, int v0, int lane, uint32_t* __restrict__ stage) {
+  using T = typename Ktraits::T;
+  using vec_t = typename Ktraits::vec_t;
+  constexpr int kNElts = Ktraits::kNElts, kVecs = Ktraits::kVecs, kStride = 5;
+  const int off = static_cast<int>(row_off % kNElts);
+  const int64_t f0 = (row_off - off) / kNElts + (v0 - lane);  // the tile's first flat vector
+  vec_t fx[kVecs + 1], fg[kVecs + 1];
+#pragma unroll
+  for (int j = 0; j <= kVecs; ++j) {
+    if (j < kVecs || lane == 0) {
+      load_flat_vector<Ktraits>(fx[j], static_cast<const T*>(a.x), f0 + j * kWarpSize + lane, a.n_elts);
+      load_flat_vector<Ktraits>(fg[j], static_cast<const T*>(a.dout), f0 + j * kWarpSize + lane, a.n_elts);
+    }
+  }
+  warp_sync();  // the previous tile's reads of the stage are done
+#pragma unroll
+  for (int j = 0; j <= kVecs; ++j) {
+    if (j < kVecs || lane == 0) {
+      const int m = j * kWarpSize + lane;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        stage[kStride * m + i] = fx[j].word(i);
+        stage[Ktraits::kStageWords + kStride * m + i] = fg[j].word(i);
+      }
+    }
+  }
+  warp_sync();
+  const int q = off / 2;
+  const uint32_t sh = static_cast<uint32_t>(off & 1) * 16u;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int base = kStride * (k * kWarpSize + lane);
+    uint32_t wx[5], wg[5];
+#pragma unroll
+    for (int c = 0; c < 5; ++c) {
+      const int wi = q + c;
+      const int idx = base + wi + (wi >= 4 ? 1 : 0);  // word wi of flat vectors j, j + 1 (a word of padding between)
+      wx[c] = stage[idx];
+      wg[c] = stage[Ktraits::kStageWords + idx];
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      xv[k].word(i) = __funnelshift_r(wx[i], wx[i + 1], sh);
+      gv[k].word(i) = __funnelshift_r(wg[i], wg[i + 1], sh);
+    }
+    const int64_t e = static_cast<int64_t>(v0 + k * kWarpSize) * kNElts;
+    if (e + kNElts > a.seqlen) {
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i) {
+        if (e + i >= a.seqlen) {
+          xv[k].elt[i] = from_float<T>(0.f);
+          gv[k].elt[i] = from_float<T>(0.f);
+        }
+      }
+    }
+  }
+}
+
 // 32-bit word wi of the row (aligned) or of the flat array (flat shifted); 0 where it is not wholly inside.
 // Unaligned rows: the elements of the row's positions wi * kEltsPerWord + i, each 0 outside [0, L).
 template <typename Ktraits>
@@ -503,6 +579,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int64_t L = a.seqlen;
+  __shared__ uint32_t stage_words[Ktraits::kStaged ? Ktraits::kWarps * 2 * Ktraits::kStageWords : 1];
+  [[maybe_unused]] uint32_t* stage = stage_words + (Ktraits::kStaged ? warp * 2 * Ktraits::kStageWords : 0);
 
   for (uint32_t tile = blockIdx.x * Ktraits::kWarps + warp; tile < a.n_tiles; tile += gridDim.x * Ktraits::kWarps) {
     uint32_t seg;
@@ -534,10 +612,14 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
+    if constexpr (Ktraits::kStaged) {
+      load_staged<Ktraits>(xv, gv, a, row_off, static_cast<int>(v0), lane, stage);
+    } else {
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
-      load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
+      for (int k = 0; k < kVecs; ++k) {
+        load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
+        load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
+      }
     }
     uint32_t first_halo[kHaloWordsAlloc];
 #pragma unroll
