@@ -3,12 +3,14 @@
 //
 // Aligned rows (L a multiple of the elements in 16 bytes): vectors are counted from the row start.
 // Shifted rows (any other L, kShifted): vectors are still counted from the row start, but a row starts on
-// its element's alignment only, so x and dout are read by 32-bit words (16-bit types: the 5 aligned words
-// around a vector and a funnel shift) or elements (fp32), dx written likewise, the row's last vector partial
-// (zeros past L). Session 19 (H100, bf16 8 x 5120 x 2047 W = 4): 1.4x faster than session 12's form (kFlat),
-// which 16-bit W <= 2 keep: the tensor as one flat array of 16-byte vectors, a row's tile covering the vectors
-// that hold its positions -(W-1) .. L-1 and masking the neighbouring rows' elements. Tried and dropped: whole
-// tiles loaded as 16-byte vectors and moved by warp shuffles (20% slower), dx stored that way (12% slower).
+// its element's alignment only. 16-bit types: the warp loads the tile's flat 16-byte vectors (coalesced) into a
+// shared-memory stage at a 5-word stride and each lane reads its row vector's 5 words there (conflict-free) and
+// shifts them by a half word where needed; fp32 reads elements; dx is written by 32-bit words or elements; the
+// row's last vector is partial (zeros past L). Session 19 (H100, bf16 8 x 5120 x 2047 W = 4): 1.75x faster than
+// session 12's form (kFlat), which 16-bit W <= 2 keep: the tensor as one flat array of 16-byte vectors, a row's
+// tile covering the vectors that hold its positions -(W-1) .. L-1 and masking the neighbouring rows' elements.
+// Tried and dropped: 32-bit loads a lane straight from global memory (9% slower: each touches 16 sectors), whole
+// tiles moved by warp shuffles (20% slower than those), dx stored that way (12% slower).
 //
 // A warp tile is kTileVecs consecutive 16-byte vectors of one row (lane l: vectors l, l + 32, ...),
 // as in the forward's rows kernel. Per tile:
