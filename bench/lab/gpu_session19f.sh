@@ -1,11 +1,12 @@
 #!/bin/bash
-# Session 19, one device call: the shifted rows (odd L) as row-relative vectors (this tree: 16-bit x and dout
-# through a shared-memory stage) against 32-bit word loads a lane (-DAITER_LITE_BWD_ROWS_WORD_LOADS), both
+# Session 19, one device call: the shifted rows (odd L) as this tree takes them ('new': 16-bit W <= 2 on the flat
+# form, wider through the staged row-relative path) against 16-bit W <= 2 staged too ('words':
+# -DAITER_LITE_BWD_ROWS_NO_FLAT), both
 # beside causal-conv1d's backward (prebuilt peers from .peers/prebuilt_site.tar.xz); then the backward paths' and
 # the states file's GPU tests and memcheck on the shifted rows tests. Summary last; logs under $OUT.
 source bench/lab/lab_steps.sh
 ( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
-NVCC_APPEND_FLAGS="-DAITER_LITE_BWD_ROWS_WORD_LOADS" build_tree "$PWD" /tmp/c_words "$L/build_words.txt" &
+NVCC_APPEND_FLAGS="-DAITER_LITE_BWD_ROWS_NO_FLAT" build_tree "$PWD" /tmp/c_words "$L/build_words.txt" &
 build_tree "$PWD" /tmp/c_new "$L/build_new.txt"
 wait
 echo "peers: $(tail -n 1 "$L/peers.txt") new: $(tail -n 2 "$L/build_new.txt" | tr '\n' ' ') at $((SECONDS - t0)) s"

@@ -88,9 +88,14 @@ constexpr bool kStagedRows = false;
 #else
 constexpr bool kStagedRows = true;
 #endif
-// Whether shifted rows of this element size and width take the flat array's vectors (kFlat) or row-relative ones.
+// Whether shifted rows of this element size and width take the flat array's vectors (kFlat) or row-relative ones
+// (AITER_LITE_BWD_ROWS_NO_FLAT: row-relative for 16-bit W <= 2 too, for A/B).
 constexpr bool flat_shifted_rows(int elt_bytes, int width) {
+#ifdef AITER_LITE_BWD_ROWS_NO_FLAT
+  return kFlatShifted;
+#else
   return kFlatShifted || (elt_bytes == 2 && width <= 2);
+#endif
 }
 
 template <typename T_, int kWidth_, int kVecs_, bool kShifted_, bool kSeq_ = false>
