@@ -17,7 +17,7 @@ for r in 1 2; do
   done
 done
 echo "odd done at $((SECONDS - t0)) s"; tail -n 3 "$L/odd_err.txt"
-export PYTHONPATH=$PWD AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
+export PYTHONPATH=$PWD AITER_LITE_CACHE_DIR=/tmp/c_words AITER_LITE_LOCK_DIR=/tmp/c_words.locks  # checks on the variant
 gpu_checks "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py" \
   "tests/test_gpu_causal_conv1d_bwd_paths.py" "shifted_rows" 200 100
 timeout 90 compute-sanitizer --tool racecheck --print-limit 20 python3 -m pytest -q -m gpu -p no:cacheprovider -s \
