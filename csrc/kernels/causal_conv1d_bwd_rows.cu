@@ -74,9 +74,10 @@ constexpr int kShiftedLargeBlocks = 7;  // 72 registers (ptxas 13.0); session 19
                                          // odd L (docs/causal_conv1d.md)
 #endif
 
-// Rows off the vector grid (kShifted), session 19: row-relative vectors (kUnaligned; 16-bit types by 32-bit loads
-// and stores, fp32 by element), except 16-bit W <= 2, which keep session 12's form (kFlat: 16-byte vectors of the
-// flat array, masked at the row ends); AITER_LITE_BWD_ROWS_FLAT_SHIFTED builds the flat form everywhere (A/B).
+// Rows off the vector grid (kShifted), session 19: row-relative vectors (kUnaligned; 16-bit types read through a
+// shared-memory stage and written by 32-bit stores, fp32 by element), except 16-bit W <= 2, which keep session 12's
+// form (kFlat: 16-byte vectors of the flat array, masked at the row ends); AITER_LITE_BWD_ROWS_FLAT_SHIFTED builds
+// the flat form everywhere (A/B).
 #ifdef AITER_LITE_BWD_ROWS_FLAT_SHIFTED
 constexpr bool kFlatShifted = true;
 #else
@@ -103,7 +104,7 @@ struct BwdRowsTraits {
   using T = T_;
   static constexpr bool kShifted = kShifted_;
   // Vectors of the flat array: under the knob, and for 16-bit W <= 2 (H100, session 19: 0.79 of copy on bf16
-  // 8 x 4096 x 4093 W = 2 against 0.64 row-relative; row-relative wins from W = 3 on).
+  // 8 x 4096 x 4093 W = 2 against 0.73 through the stage; the stage wins from W = 3 on).
   static constexpr bool kFlat = kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_);
   static constexpr bool kUnaligned = kShifted_ && !kFlat;  // row-relative vectors
   // 16-bit unaligned rows read x and dout through a per-warp shared-memory stage (load_staged): the tile's flat
@@ -119,13 +120,14 @@ struct BwdRowsTraits {
   static constexpr int kThreads = 128;
   // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for wider filters so that their windows do
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
-  // Shifted rows hold their masks too: 7 blocks at W <= 4 (also with 2 vectors per lane, where ptxas 13.0
-  // spills 12 bytes but session 19 timed 7 blocks 12-17% faster than the spill-free 5 on odd L).
+  // Flat shifted rows hold their masks too: 7 blocks at W <= 4 (also with 2 vectors per lane: 72 registers,
+  // timed 12-17% faster than 5 blocks in session 19); row-relative shifted rows take the aligned bounds.
   // seq_idx mode holds a window's sequence numbers (kNElts + 2 kSeqPad).
   static constexpr int kMinBlocks =
       kSeq_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 6 : (kWidth_ <= 6 ? 5 : 4)))
-      : (kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_)) ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
-                               : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
+      : (kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_))
+          ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
+                         : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
                   : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
