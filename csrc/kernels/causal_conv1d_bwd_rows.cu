@@ -109,9 +109,9 @@ struct BwdRowsTraits {
   static constexpr bool kUnaligned = kShifted_ && !kFlat;  // row-relative vectors
   // 16-bit unaligned rows read x and dout through a per-warp shared-memory stage (load_staged): the tile's flat
   // 16-byte vectors (coalesced loads) at a 5-word stride, from which each lane reads its row vector's 5 words
-  // (an odd stride: no bank conflicts). kStageWords: one tensor's stage, kVecs * 32 + 1 vectors.
+  // (an odd stride: no bank conflicts). kStageWords: one tensor's stage, kVecs * kWarpSize + 1 vectors.
   static constexpr bool kStaged = kUnaligned && sizeof(T_) == 2 && kStagedRows;
-  static constexpr int kStageWords = (kVecs_ * 32 + 1) * 5;
+  static constexpr int kStageWords = (kVecs_ * kWarpSize + 1) * 5;  // kWarpSize: 64 on HIP
   static constexpr bool kSeq = kSeq_;
   static_assert(!(kShifted_ && kSeq_), "seq_idx takes aligned rows only");
   static constexpr int kWidth = kWidth_;
