@@ -856,20 +856,26 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   }
 }
 
-// Tiles per row: aligned rows L / kNElts vectors; shifted rows at most (lead + L + 2 kNElts - 2) / kNElts,
+// Row vectors of row-relative rows: aligned L / kNElts; unaligned ceil(L / kNElts), the last one partial.
+int64_t row_vecs_of(int64_t L, int64_t n_elts, bool unaligned) {
+  return unaligned ? (L + n_elts - 1) / n_elts : L / n_elts;
+}
+
+// Tiles per row: row_vecs_of's vectors; flat shifted rows at most (lead + L + 2 kNElts - 2) / kNElts,
 // whatever the row's offset in the vector grid (every row gets the same count, so each (row, tile) writes
 // exactly one partial row, all-zero tiles included).
 int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width, bool shifted, int64_t tile_vecs) {
-  const bool flat = flat_shifted_rows(static_cast<int>(kVecBytes / n_elts), static_cast<int>(width));
-  const int64_t row_vecs = !shifted ? L / n_elts
-                           : flat   ? (lead + L + 2 * n_elts - 2) / n_elts
-                                    : (L + n_elts - 1) / n_elts;
+  const bool flat = shifted && flat_shifted_rows(static_cast<int>(kVecBytes / n_elts), static_cast<int>(width));
+  const int64_t row_vecs = flat ? (lead + L + 2 * n_elts - 2) / n_elts : row_vecs_of(L, n_elts, shifted);
   return (row_vecs + tile_vecs - 1) / tile_vecs;
 }
 
 int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
 
+// The rows path's seq_idx workspace: [B, seq_words] uint2 marks (seq_marks_kernel), then [B, seq_words] pads words.
 int64_t seq_words_of(int64_t L) { return (L + 31) / 32; }
+int64_t seq_workspace_words(int64_t B, int64_t L) { return 3 * B * seq_words_of(L); }
+uint32_t* seq_pads_of(uint32_t* seq_starts, int64_t B, int64_t L) { return seq_starts + 2 * B * seq_words_of(L); }
 
 template <typename T, int kW, int kVecs, bool kShifted, bool kSeq>
 void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const BwdPartials& partials,
@@ -887,9 +893,9 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.seq_seq_stride = p.seq_idx_seq_stride;
   a.seq_marks = reinterpret_cast<const uint2*>(seq_starts);
   a.seq_words = seq_words_of(p.seqlen);
-  a.seq_pads = seq_starts != nullptr ? seq_starts + 2 * p.batch * a.seq_words : nullptr;
+  a.seq_pads = seq_starts != nullptr ? seq_pads_of(seq_starts, p.batch, p.seqlen) : nullptr;
   a.seqlen = p.seqlen;
-  a.row_vecs = static_cast<int32_t>((p.seqlen + (Ktraits::kUnaligned ? Ktraits::kNElts - 1 : 0)) / Ktraits::kNElts);
+  a.row_vecs = static_cast<int32_t>(row_vecs_of(p.seqlen, Ktraits::kNElts, Ktraits::kUnaligned));
   a.lead = static_cast<int32_t>(lead_of(p));
   a.n_elts = p.batch * p.dim * p.seqlen;
   const int64_t tiles_per_row = tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kW, kShifted, Ktraits::kTileVecs);
@@ -980,7 +986,7 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
     else if (efficiency(false, kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   }
   plan.seq = seq && plan.vecs_per_lane > 0;
-  if (plan.seq) plan.seq_start_words = 3 * B * seq_words_of(L);  // a uint2 of marks and a pads word per 32 positions
+  if (plan.seq) plan.seq_start_words = seq_workspace_words(B, L);
   // Shifted rows (odd L, or rows that tile badly) while at least 40% of the lanes work: L = 129 bf16 is
   // about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
   if (plan.vecs_per_lane == 0 && !seq && fits(true)) {
@@ -1003,7 +1009,7 @@ void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const
     const int64_t blocks = std::min<int64_t>((n + 255) / 256, kMaxGridX);
     causal_conv1d_bwd_seq_marks_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
         p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.seqlen, static_cast<int>(p.width - 1), words, n,
-        reinterpret_cast<uint2*>(seq_starts), seq_starts + 2 * p.batch * words);
+        reinterpret_cast<uint2*>(seq_starts), seq_pads_of(seq_starts, p.batch, p.seqlen));
     AITER_LITE_LAUNCH_CHECK();
   }
   with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
