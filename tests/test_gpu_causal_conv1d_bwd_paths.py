@@ -69,6 +69,27 @@ def test_rows_seq_idx(x_dtype, w_dtype, width):
         check("contiguous", b, d, length, width, x_dtype, w_dtype, True, segments)
 
 
+@pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
+@pytest.mark.parametrize("width", [2, 4, 5, 8])
+def test_rows_seq_idx_padding_inside_sequences(x_dtype, w_dtype, width):
+    """Padding tokens inside sequences on contiguous rows (the rows kernel): short sequences (a new one every 1-6
+    tokens) with a fifth of the tokens set to -1, so an id recurs across a padding token within the width in most
+    windows (equal ids are one sequence, the reference's rule: a tap skips the padding token and reads on). Such
+    windows read the ids themselves."""
+    torch.manual_seed(40 + width)
+    tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
+    for b, d, length in [(2, 24, 1024), (1, 2048, 2048)]:
+        seq = torch.cumsum((torch.rand(b, length) < 0.3).to(torch.int32), dim=1).to(torch.int32)
+        pad = torch.rand(b, length) < 0.2
+        pad[:, -1] = False  # a row may not end in padding with final states
+        seq = seq.masked_fill(pad, -1).to(DEV)
+        x = make("contiguous", b, d, length, x_dtype)
+        w, bias = random_normal((d, width), w_dtype, DEV), random_normal((d,), w_dtype, DEV)
+        init = make_states(b, d, width, x_dtype, DEV, "contiguous")
+        poison_allocator(x.numel() * x.element_size())
+        grads_vs_reference(x, w, bias, "silu", initial_states=init, seq_idx=seq, final_states=True, dtype_tol=tol)
+
+
 @pytest.mark.parametrize("layout", ["channel_last", "cl_pad", "cl_odd"])
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
 @pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])

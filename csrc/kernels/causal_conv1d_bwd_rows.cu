@@ -185,30 +185,6 @@ __device__ __forceinline__ void window_from_words(float (&xs)[Ktraits::kHalo + K
   for (int i = 0; i < Ktraits::kNElts; ++i) xs[Ktraits::kHalo + i] = to_float(xv.elt[i]);
 }
 
-// A sequence number for each of the positions e - kSeqPad .. e + kNElts + kSeqPad - 1 of a row (two positions
-// within the width of each other are in one sequence when their numbers are equal): either the seq_idx ids
-// (load: before 0 the row's first id, as the initial states continue the first sequence; past the row end
-// its last, where dpre is zero) or, from the window's start marks, the count of starts up to the position.
-template <typename Ktraits>
-struct SeqWindow {
-  static constexpr int kPad = Ktraits::kSeqPad;
-  int32_t id[Ktraits::kSeqLen];
-
-  __device__ __forceinline__ void from_starts(uint32_t starts) {
-#pragma unroll
-    for (int m = 0; m < Ktraits::kSeqLen; ++m) id[m] = __popc(starts & ((2u << m) - 1u));
-  }
-  __device__ __forceinline__ void load(const int32_t* __restrict__ row_ids, int64_t stride, int64_t e, int64_t L) {
-#pragma unroll
-    for (int m = 0; m < Ktraits::kSeqLen; ++m) {
-      const int64_t t = e - kPad + m;
-      id[m] = row_ids[(t < 0 ? 0 : (t < L ? t : L - 1)) * stride];
-    }
-  }
-  // id of position e + off (-kPad <= off < kNElts + kPad)
-  __device__ __forceinline__ int32_t at(int off) const { return id[kPad + off]; }
-};
-
 // The marks of the positions e - kSeqPad + m, m = 1 .. kSeqLen - 1, of a row (bit m; bit 0 and the bits
 // past the window clear: no pair of positions inside the window has a start or a recurring id between them
 // there): .x sequence starts, .y recurring ids. row_marks: the row's words of 32 positions (none set at
@@ -291,15 +267,63 @@ __device__ __forceinline__ void zero_padding(typename Ktraits::vec_t& gv, const 
   }
 }
 
+// seq_idx: which positions of a vector's window lie in one sequence. Bit m of word[d - 1] is set where the
+// positions at window bits m and m - d (the window: positions e - kSeqPad + m of the row, e the vector's first)
+// are in one sequence, d = 1 .. kHalo. From the window's start bits (seq_idx non-decreasing, as a packed batch
+// always is): no start at m, m - 1, .., m - d + 1. From its ids (where an id recurs across a start): equal ids,
+// the reference's rule; before 0 the row's first id (the initial states continue the first sequence), past the
+// row end its last (where dpre is zero).
+template <typename Ktraits>
+struct SeqReach {
+  uint32_t word[Ktraits::kHaloAlloc];
+};
+
+template <typename Ktraits>
+__device__ __forceinline__ SeqReach<Ktraits> reach_from_starts(uint32_t starts) {
+  SeqReach<Ktraits> r;
+  uint32_t cut = 0u;
+#pragma unroll
+  for (int d = 1; d <= Ktraits::kHalo; ++d) {
+    cut |= starts << (d - 1);
+    r.word[d - 1] = ~cut;
+  }
+  return r;
+}
+
+// Not inlined: rare (seq_idx that is not non-decreasing), and one copy keeps the kernel's code small.
+template <typename Ktraits>
+__device__ __noinline__ SeqReach<Ktraits> reach_from_ids(const int32_t* __restrict__ row_ids, int64_t stride,
+                                                         int64_t e, int64_t L) {
+  SeqReach<Ktraits> r;
+#pragma unroll
+  for (int d = 0; d < Ktraits::kHaloAlloc; ++d) r.word[d] = 0u;
+  auto id_at = [&](int m) {
+    const int64_t t = e - Ktraits::kSeqPad + m;
+    return row_ids[(t < 0 ? 0 : (t < L ? t : L - 1)) * stride];
+  };
+#pragma unroll 1
+  for (int m = 1; m < Ktraits::kSeqLen; ++m) {
+    const int32_t here = id_at(m);
+#pragma unroll
+    for (int d = 1; d <= Ktraits::kHalo; ++d)
+      if (d <= m && id_at(m - d) == here) r.word[d - 1] |= 1u << m;
+  }
+  return r;
+}
+
 // Masks of the taps: same(own, off) says whether the position at offset off from the vector start is in the
-// sequence of the position at offset own. NoMask: every tap (no seq_idx).
+// sequence of the position at offset own. NoMask: every tap (no seq_idx). SeqMask: one bit of the window's
+// reach words (own and off are compile-time in the unrolled loops: one AND against a constant a tap).
 struct NoMask {
   __device__ __forceinline__ bool operator()(int, int) const { return true; }
 };
 template <typename Ktraits>
 struct SeqMask {
-  const SeqWindow<Ktraits>& sq;
-  __device__ __forceinline__ bool operator()(int own, int off) const { return sq.at(own) == sq.at(off); }
+  SeqReach<Ktraits> r;
+  __device__ __forceinline__ bool operator()(int own, int off) const {
+    const int lo = Ktraits::kSeqPad + (own < off ? own : off), hi = Ktraits::kSeqPad + (own < off ? off : own);
+    return hi == lo || ((r.word[hi - lo - 1] >> hi) & 1u) != 0u;
+  }
 };
 
 // dp[i] for the first kCount elements of the vector.
@@ -313,7 +337,8 @@ __device__ __forceinline__ void dpre_of_vector(float (&dp)[Ktraits::kNElts],
   for (int i = 0; i < kCount; ++i) {
     float pre = bias;
 #pragma unroll
-    for (int j = 0; j < Ktraits::kWidth; ++j) pre = fmaf(w[j], same(i, i - kHalo + j) ? xs[i + j] : 0.f, pre);
+    for (int j = 0; j < Ktraits::kWidth; ++j)
+      if (same(i, i - kHalo + j)) pre = fmaf(w[j], xs[i + j], pre);
     dp[i] = act_grad(pre, to_float(gv.elt[i]), silu);
   }
 }
@@ -326,7 +351,8 @@ __device__ __forceinline__ void sums_of_vector(float (&acc)[Ktraits::kWidth + 1]
 #pragma unroll
   for (int i = 0; i < Ktraits::kNElts; ++i) {
 #pragma unroll
-    for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp[i], same(i, i - Ktraits::kHalo + j) ? xs[i + j] : 0.f, acc[j]);
+    for (int j = 0; j < kW; ++j)
+      if (same(i, i - Ktraits::kHalo + j)) acc[j] = fmaf(dp[i], xs[i + j], acc[j]);
     acc[kW] += dp[i];
   }
 }
@@ -342,12 +368,13 @@ __device__ __forceinline__ void dx_of_vector(float (&g)[Ktraits::kNElts],
     float acc_x = 0.f;
 #pragma unroll
     for (int j = 0; j < Ktraits::kWidth; ++j)
-      acc_x = fmaf(w[j], same(i, i + kHalo - j) ? dpw[i + kHalo - j] : 0.f, acc_x);
+      if (same(i, i + kHalo - j)) acc_x = fmaf(w[j], dpw[i + kHalo - j], acc_x);
     g[i] = acc_x;
   }
 }
 
-// Where a window's sequence numbers come from: its start marks, or its ids where one recurs (ids).
+// The seq_idx mask of a vector's window: from its start bits, or from its ids where one recurs across a start
+// (by a lane alone).
 struct SeqSource {
   const int32_t* row_ids;
   int64_t stride, e, L;
@@ -356,9 +383,9 @@ struct SeqSource {
 };
 
 template <typename Ktraits>
-__device__ __forceinline__ void seq_window(SeqWindow<Ktraits>& sq, const SeqSource& src) {
-  if (src.ids) sq.load(src.row_ids, src.stride, src.e, src.L);
-  else sq.from_starts(src.starts);
+__device__ __forceinline__ SeqMask<Ktraits> seq_mask(const SeqSource& src) {
+  return SeqMask<Ktraits>{src.ids ? reach_from_ids<Ktraits>(src.row_ids, src.stride, src.e, src.L)
+                                  : reach_from_starts<Ktraits>(src.starts)};
 }
 
 // Vector v of the flat array of n_elts elements at base, zeros outside it (its last, partial vector element by
@@ -713,10 +740,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           if (e0 + i < kHalo) xs[i] = init_x[i];
       }
       if constexpr (kSeq) {  // every vector masked (the file comment says why)
-        SeqWindow<Ktraits> sq;
-        seq_window<Ktraits>(sq, SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0});
-        dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu, SeqMask<Ktraits>{sq});
-        sums_of_vector<Ktraits>(acc, dp[k], xs, SeqMask<Ktraits>{sq});
+        const SeqMask<Ktraits> same =
+            seq_mask<Ktraits>(SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0});
+        dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu, same);
+        sums_of_vector<Ktraits>(acc, dp[k], xs, same);
       } else {
         dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
         if constexpr (kFlat)
@@ -740,9 +767,9 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         if (ahead_cross) mask_window<Ktraits>(xs, e, b, d, a);
       }
       if constexpr (kSeq) {
-        SeqWindow<Ktraits> sq;
-        seq_window<Ktraits>(sq, SeqSource{row_ids, a.seq_seq_stride, e, L, starts[kVecs], ((by_id >> kVecs) & 1u) != 0});
-        dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu, SeqMask<Ktraits>{sq});
+        dpre_of_vector<Ktraits, kNextElts>(
+            dp_next, xs, gn, w, bias, a.silu,
+            seq_mask<Ktraits>(SeqSource{row_ids, a.seq_seq_stride, e, L, starts[kVecs], ((by_id >> kVecs) & 1u) != 0}));
       } else {
         dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
       }
@@ -780,9 +807,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
       const bool at_dinit = !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
       if constexpr (kSeq) {
-        SeqWindow<Ktraits> sq;
-        seq_window<Ktraits>(sq, SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0});
-        dx_of_vector<Ktraits>(g, dpw, w, SeqMask<Ktraits>{sq});
+        dx_of_vector<Ktraits>(
+            g, dpw, w, seq_mask<Ktraits>(SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0}));
       } else {
         dx_of_vector<Ktraits>(g, dpw, w, NoMask{});
       }
