@@ -9,7 +9,10 @@ import itertools
 import pytest
 import torch
 
-from conv_states_cases import TOLERANCE, check_deterministic_backward, make_states, packed_seq_idx, random_normal
+import aiter_lite.ops._conv_autograd  # noqa: F401  registers torch.ops.aiter_lite.causal_conv1d_bwd
+from aiter_lite.ops import causal_conv1d_ref
+from conv_states_cases import (TOLERANCE, check_deterministic_backward, make_states, packed_seq_idx, random_normal,
+                               rel_error)
 from test_causal_conv1d_grad import grads_vs_reference
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -88,6 +91,36 @@ def test_rows_seq_idx_padding_inside_sequences(x_dtype, w_dtype, width):
         init = make_states(b, d, width, x_dtype, DEV, "contiguous")
         poison_allocator(x.numel() * x.element_size())
         grads_vs_reference(x, w, bias, "silu", initial_states=init, seq_idx=seq, final_states=True, dtype_tol=tol)
+
+
+@pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
+@pytest.mark.parametrize("width", [2, 4, 8])
+@pytest.mark.parametrize("shape", [(2, 24, 1024), (1, 2048, 2048)])
+def test_rows_seq_idx_not_non_decreasing(shape, x_dtype, w_dtype, width):
+    """seq_idx that decreases (ids 0 1 0 ...) reaches the backward kernels when the op's host check cannot run
+    (graph capture, torch.compile); the rows kernel's sequence starts cannot express it, so the marks kernel
+    flags it and the reduce kernel recomputes the backward by the reference's rule (equal ids are one sequence).
+    The registered backward op, which does not check, against the float64 reference."""
+    torch.manual_seed(60 + width)
+    b, d, length = shape
+    tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
+    seq = torch.randint(0, 3, (b, length), dtype=torch.int32)
+    seq[:, -1] = 1
+    seq = seq.to(DEV)
+    x = make("contiguous", b, d, length, x_dtype)
+    w, bias = random_normal((d, width), w_dtype, DEV), random_normal((d,), w_dtype, DEV)
+    init = make_states(b, d, width, x_dtype, DEV, "contiguous")
+    dout = random_normal((b, d, length), x_dtype, DEV)
+    dfinal = random_normal((b, d, width - 1), x_dtype, DEV)
+    poison_allocator(x.numel() * x.element_size())
+    dx, dw, db, dinit = torch.ops.aiter_lite.causal_conv1d_bwd(x, w, bias, dout, init, seq, dfinal, True, True, True,
+                                                                True, True, False)
+    ref_in = [t.detach().double().requires_grad_() for t in (x, w, bias, init)]
+    out, fin = causal_conv1d_ref(*ref_in[:3], "silu", initial_states=ref_in[3], return_final_states=True,
+                                 seq_idx=seq)
+    ref = torch.autograd.grad((out * dout.double()).sum() + (fin * dfinal.double()).sum(), ref_in)
+    for name, ours, theirs in zip(["x", "weight", "bias", "initial_states"], (dx, dw, db, dinit), ref):
+        assert rel_error(ours, theirs) <= tol, (name, rel_error(ours, theirs))
 
 
 @pytest.mark.parametrize("layout", ["channel_last", "cl_pad", "cl_odd"])

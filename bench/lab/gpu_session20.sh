@@ -1,12 +1,14 @@
 #!/bin/bash
-# Session 20, one device call: the rows kernel's seq_idx masks as reach words and skipped taps (this tree) against
+# Session 20, one device call: the rows kernel's seq_idx backward (this tree) against
 # main (.peers/old_tree.tar): conv_bwd_seq_idx_ab.py alternating (ROUNDS, default 2), ncu metrics of the rows
 # kernel on packed64 (1 x 4096 x 32768 bf16, 64 sequences) and aligned (plain) for both trees, the GPU tests of
-# the backward paths (seq_idx subsets, the new padding-inside-sequences test) and memcheck on the new test.
+# the backward paths, the states and peer-suite files, and memcheck on the seq_idx rows tests.
 # Logs under $OUT; summary last.
 source bench/lab/lab_steps.sh
 NEW=$PWD OLD=/tmp/old_tree
+( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
 build_trees "$NEW" "$OLD"
+wait
 ab_rounds conv_bwd_seq_idx_ab.py 120
 M=gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,dram__bytes.sum
 M=$M,launch__registers_per_thread,launch__occupancy_limit_registers,smsp__issue_active.avg.pct_of_peak_sustained_active
@@ -22,9 +24,9 @@ for v in old new; do
       python3 "$NEW/bench/lab/conv_bwd_kernel_split.py" --one $c) > "$L/ncu_${v}_$c.txt" 2>&1; echo "ncu $v $c rc=$?"
   done
 done
-export PYTHONPATH=$NEW AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
-gpu_checks "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_conv_shards.py" \
-  "tests/test_gpu_causal_conv1d_bwd_paths.py" "padding_inside_sequences and 4-" 300 150
+export PYTHONPATH=$NEW:/tmp/peers/site AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
+gpu_checks "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_conv_shards.py tests/test_gpu_causal_conv1d_states.py tests/test_gpu_peer_suite.py" \
+  "tests/test_gpu_causal_conv1d_bwd_paths.py" "padding_inside_sequences and 4- or rows_seq_idx and 4- or not_non_decreasing and 4-" 360 200
 python3 - "$L" <<'PY'
 import re, sys
 vals = {}

@@ -31,48 +31,6 @@ namespace conv1d {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Reduction of the partial rows: out column c = sum over p of partials[p][c], in the order
-// p = y, y + kRowsPerBlock, ... per thread row y, then the kRowsPerBlock thread rows in order.
-
-constexpr int kReduceCols = 32;
-constexpr int kReduceRows = 16;
-
-__global__ void __launch_bounds__(kReduceCols* kReduceRows)
-    causal_conv1d_bwd_reduce_kernel(const float* __restrict__ partials, int64_t n_rows, int64_t cols, int width,
-                                    float* __restrict__ dweight, float* __restrict__ dbias) {
-  __shared__ float sums[kReduceRows][kReduceCols + 1];
-  const int cx = static_cast<int>(threadIdx.x) % kReduceCols;
-  const int ry = static_cast<int>(threadIdx.x) / kReduceCols;
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kReduceCols + cx;
-  float s = 0.f;
-  if (c < cols)
-    for (int64_t p = ry; p < n_rows; p += kReduceRows) s += partials[p * cols + c];
-  sums[ry][cx] = s;
-  __syncthreads();
-  if (ry == 0 && c < cols) {
-    float total = 0.f;
-#pragma unroll
-    for (int k = 0; k < kReduceRows; ++k) total += sums[k][cx];
-    const int64_t d = c / (width + 1);
-    const int j = static_cast<int>(c - d * (width + 1));
-    if (j < width) {
-      if (dweight != nullptr) dweight[d * width + j] = total;
-    } else if (dbias != nullptr) {
-      dbias[d] = total;
-    }
-  }
-}
-
-void reduce_partials(const BwdPartials& partials, int64_t n_rows, const CausalConv1dBwdParams& p,
-                     gpuStream_t stream) {
-  const int64_t blocks = (partials.cols + kReduceCols - 1) / kReduceCols;
-  causal_conv1d_bwd_reduce_kernel<<<static_cast<unsigned>(std::min(blocks, kMaxGridX)), kReduceCols * kReduceRows, 0,
-                                    stream>>>(partials.rows, n_rows, partials.cols, static_cast<int>(p.width),
-                                              p.dweight, p.dbias);
-  AITER_LITE_LAUNCH_CHECK();
-}
-
-// ---------------------------------------------------------------------------------------------
 // naive: any width, any strides, every feature
 
 struct BwdNaiveArgs {
@@ -113,15 +71,15 @@ __device__ float dpre_at(const CausalConv1dBwdParams& p, const WeightArgs& w, in
   return act_grad(pre, g, p.silu);
 }
 
-// One thread per dx element (and dinit element: positions -(W-1) .. -1 when dinit is wanted).
+// One thread per dx element (and dinit element: positions -(W-1) .. -1 when dinit is wanted): elements first,
+// first + step, ...
 template <typename T>
-__global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dx_kernel(const BwdNaiveArgs a) {
+__device__ void naive_dx_elements(const BwdNaiveArgs& a, int64_t first, int64_t step) {
   const CausalConv1dBwdParams& p = a.p;
   const int64_t H = p.width - 1, L = p.seqlen;
   const int64_t lo = p.dinitial_states != nullptr ? -H : 0;
   const int64_t n = p.batch * p.dim * (L - lo);
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t idx = first; idx < n; idx += step) {
     int64_t i, d;
     const int64_t row = a.div_span.divmod(i, idx);
     const int64_t b = a.div_dim.divmod(d, row);
@@ -146,13 +104,17 @@ __global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dx_kernel(const B
   }
 }
 
-// One block per (d, j), j == W for dbias: sums over (b, t) in a fixed order, written directly.
 template <typename T>
-__global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dw_kernel(const BwdNaiveArgs a) {
+__global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dx_kernel(const BwdNaiveArgs a) {
+  naive_dx_elements<T>(a, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+                       static_cast<int64_t>(gridDim.x) * blockDim.x);
+}
+
+// dweight[d, j] (j == W: dbias[d]) by the whole block: sums over (b, t) in a fixed order, written directly.
+template <typename T>
+__device__ void naive_dw_entry(const BwdNaiveArgs& a, int64_t d, int64_t j) {
   const CausalConv1dBwdParams& p = a.p;
   const int64_t H = p.width - 1, L = p.seqlen;
-  const int64_t d = static_cast<int64_t>(blockIdx.x) / (p.width + 1);
-  const int64_t j = static_cast<int64_t>(blockIdx.x) - d * (p.width + 1);
   float s = 0.f;
   for (int64_t idx = threadIdx.x; idx < p.batch * L; idx += blockDim.x) {
     const int64_t b = idx / L, t = idx - b * L;
@@ -164,29 +126,106 @@ __global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dw_kernel(const B
       if (tt >= -H && seq_at<T>(p, b, tt) == seq_at<T>(p, b, t)) s = fmaf(dp, x_at<T>(p, b, d, tt), s);
     }
   }
-  __shared__ float red[256 / kWarpSize];
+  __shared__ float red[1024 / kWarpSize];
   s = warp_sum(s);
   if (lane_id() == 0) red[threadIdx.x / kWarpSize] = s;
   __syncthreads();
   if (threadIdx.x == 0) {
     float total = 0.f;
-    for (int k = 0; k < 256 / kWarpSize; ++k) total += red[k];
+    for (int k = 0; k < static_cast<int>(blockDim.x) / kWarpSize; ++k) total += red[k];
     if (j == p.width) {
       if (p.dbias != nullptr) p.dbias[d] = total;
     } else if (p.dweight != nullptr) {
       p.dweight[d * p.width + j] = total;
     }
   }
+  __syncthreads();  // red is reused by the block's next entry
 }
 
+// One block per entry.
 template <typename T>
-void bwd_naive_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+__global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dw_kernel(const BwdNaiveArgs a) {
+  const int64_t d = static_cast<int64_t>(blockIdx.x) / (a.p.width + 1);
+  naive_dw_entry<T>(a, d, static_cast<int64_t>(blockIdx.x) - d * (a.p.width + 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduction of the partial rows: out column c = sum over p of partials[p][c], in the order
+// p = y, y + kRowsPerBlock, ... per thread row y, then the kRowsPerBlock thread rows in order.
+
+constexpr int kReduceCols = 32;
+constexpr int kReduceRows = 16;
+
+// seq_idx on the rows path (recur.count > 0): if the marks kernel flagged an id recurring across another (seq_idx
+// not non-decreasing: the rows kernel's sequence starts cannot express it), the grid recomputes the whole backward
+// by the reference's rule instead (the naive kernels' code: slow, and only for input the op refuses where it can
+// check it, as under graph capture it cannot).
+template <typename T>
+__global__ void __launch_bounds__(kReduceCols* kReduceRows)
+    causal_conv1d_bwd_reduce_kernel(const float* __restrict__ partials, int64_t n_rows, int64_t cols, int width,
+                                    float* __restrict__ dweight, float* __restrict__ dbias, const BwdRecurFlags recur,
+                                    const BwdNaiveArgs fallback) {
+  if (recur.count > 0) {
+    bool any = false;
+    for (int i = static_cast<int>(threadIdx.x); i < recur.count; i += static_cast<int>(blockDim.x))
+      any = any || recur.words[i] != 0u;
+    if (__syncthreads_or(any)) {
+      naive_dx_elements<T>(fallback, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+                           static_cast<int64_t>(gridDim.x) * blockDim.x);
+      if (dweight != nullptr || dbias != nullptr)
+        for (int64_t e = blockIdx.x; e < cols; e += gridDim.x) naive_dw_entry<T>(fallback, e / (width + 1), e % (width + 1));
+      return;
+    }
+  }
+  __shared__ float sums[kReduceRows][kReduceCols + 1];
+  const int cx = static_cast<int>(threadIdx.x) % kReduceCols;
+  const int ry = static_cast<int>(threadIdx.x) / kReduceCols;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kReduceCols + cx;
+  float s = 0.f;
+  if (c < cols)
+    for (int64_t p = ry; p < n_rows; p += kReduceRows) s += partials[p * cols + c];
+  sums[ry][cx] = s;
+  __syncthreads();
+  if (ry == 0 && c < cols) {
+    float total = 0.f;
+#pragma unroll
+    for (int k = 0; k < kReduceRows; ++k) total += sums[k][cx];
+    const int64_t d = c / (width + 1);
+    const int j = static_cast<int>(c - d * (width + 1));
+    if (j < width) {
+      if (dweight != nullptr) dweight[d * width + j] = total;
+    } else if (dbias != nullptr) {
+      dbias[d] = total;
+    }
+  }
+}
+
+BwdNaiveArgs naive_args(const CausalConv1dBwdParams& p, const WeightArgs& w) {
   BwdNaiveArgs a{};
   a.p = p;
   a.w = w;
   const int64_t lo = p.dinitial_states != nullptr ? -(p.width - 1) : 0;
   a.div_span = FastDivmod(p.seqlen - lo);
   a.div_dim = FastDivmod(p.dim);
+  return a;
+}
+
+void reduce_partials(const BwdPartials& partials, int64_t n_rows, const CausalConv1dBwdParams& p, const WeightArgs& w,
+                     const BwdRecurFlags& recur, gpuStream_t stream) {
+  const int64_t blocks = (partials.cols + kReduceCols - 1) / kReduceCols;
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    causal_conv1d_bwd_reduce_kernel<scalar_t>
+        <<<static_cast<unsigned>(std::min(blocks, kMaxGridX)), kReduceCols * kReduceRows, 0, stream>>>(
+            partials.rows, n_rows, partials.cols, static_cast<int>(p.width), p.dweight, p.dbias, recur,
+            naive_args(p, w));
+  });
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+template <typename T>
+void bwd_naive_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  const BwdNaiveArgs a = naive_args(p, w);
+  const int64_t lo = p.dinitial_states != nullptr ? -(p.width - 1) : 0;
   const int64_t n = p.batch * p.dim * (p.seqlen - lo);
   if ((p.dx != nullptr || p.dinitial_states != nullptr) && n > 0) {
     const int64_t blocks = std::min((n + 255) / 256, kMaxGridX);
@@ -295,7 +334,9 @@ void causal_conv1d_bwd(const CausalConv1dBwdParams& p, void* stream_ptr) {
     case BwdPath::kTile: bwd_tile_run(p, plan.tile, w, partials, stream); break;
     default: throw std::logic_error("aiter_lite causal_conv1d_bwd: unhandled kernel path");
   }
-  if (plan.partial_rows > 0) reduce_partials(partials, plan.partial_rows, p, stream);
+  const BwdRecurFlags recur =
+      plan.path == BwdPath::kRows ? bwd_rows_recur_flags(p, plan.rows, seq_starts) : BwdRecurFlags{};
+  if (plan.partial_rows > 0 || recur.count > 0) reduce_partials(partials, plan.partial_rows, p, w, recur, stream);
 }
 
 }  // namespace aiter_lite

@@ -91,6 +91,15 @@ struct BwdRowsPlan {
 BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p);
 void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
                   const BwdPartials& partials, uint32_t* seq_starts, gpuStream_t stream);
+// seq_idx on the rows path: per-block flags of the marks kernel, set where seq_idx is not non-decreasing (an id
+// recurs across another within the width); when any is set, the reduce kernel recomputes the backward by the
+// reference's rule (causal_conv1d_bwd.cu). At most kSeqMarksBlocks flags.
+constexpr int kSeqMarksBlocks = 1024;
+struct BwdRecurFlags {
+  const uint32_t* words = nullptr;
+  int count = 0;
+};
+BwdRecurFlags bwd_rows_recur_flags(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, uint32_t* seq_starts);
 
 struct BwdChannelLastPlan {
   int vec = 0;          // channels per thread: a 4-byte group (2 or 1), or 1

@@ -124,7 +124,7 @@ struct BwdRowsTraits {
   // timed 12-17% faster than 5 blocks in session 19); row-relative shifted rows take the aligned bounds.
   // seq_idx mode holds a window's sequence numbers (kNElts + 2 kSeqPad).
   static constexpr int kMinBlocks =
-      kSeq_ ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 6 : (kWidth_ <= 6 ? 5 : 4)))
+      kSeq_ ? (kWidth_ <= 4 ? 8 : (kVecs_ >= 2 ? 4 : (kWidth_ <= 6 ? 5 : 4)))
       : (kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_))
           ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
                          : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
@@ -156,8 +156,7 @@ struct BwdRowsArgs {
   BwdPartials partials;
   const int32_t* seq_idx;     // kSeq: [B, L]
   int64_t seq_batch_stride, seq_seq_stride;
-  const uint2* seq_marks;  // kSeq: [B, seq_words] words of 32 positions (seq_marks_kernel)
-  const uint32_t* seq_pads;  // kSeq: [B, seq_words], bit set where seq_idx < 0 (a padding token: dout read as 0)
+  const uint2* seq_marks;   // kSeq: [B, seq_words] words of 32 positions (seq_marks_kernel)
   int64_t seq_words;
   int64_t seqlen;
   int32_t row_vecs;         // aligned: L / kNElts; unaligned: ceil(L / kNElts), the last vector partial
@@ -185,40 +184,48 @@ __device__ __forceinline__ void window_from_words(float (&xs)[Ktraits::kHalo + K
   for (int i = 0; i < Ktraits::kNElts; ++i) xs[Ktraits::kHalo + i] = to_float(xv.elt[i]);
 }
 
-// The marks of the positions e - kSeqPad + m, m = 1 .. kSeqLen - 1, of a row (bit m; bit 0 and the bits
-// past the window clear: no pair of positions inside the window has a start or a recurring id between them
-// there): .x sequence starts, .y recurring ids. row_marks: the row's words of 32 positions (none set at
-// positions <= 0 or >= L).
+// The seq_idx marks of a vector's window, positions e - kSeqPad + m of a row at bit m (m < kSeqLen): sequence
+// starts (bit 0 and the bits past the window clear: no pair of positions inside the window has a start between
+// them there) and padding tokens (every bit; before 0 those of id[0], which the positions before the row carry).
+struct WindowMarks {
+  uint32_t starts, pads;
+};
+
 template <typename Ktraits>
-__device__ __forceinline__ uint2 window_marks(const uint2* __restrict__ row_marks, int64_t words, int64_t e) {
+__device__ __forceinline__ WindowMarks window_marks(const uint2* __restrict__ row_marks, int64_t words, int64_t e) {
   constexpr int kLen = Ktraits::kSeqLen;
   static_assert(kLen <= 32 && Ktraits::kSeqPad < 32, "a window's marks span at most two words");
   const int64_t p0 = e - Ktraits::kSeqPad;
   const int64_t w0 = p0 >> 5;  // floor: -1 at the row start; past the row in a tile's last vectors
-  const uint2 lo = w0 >= 0 && w0 < words ? row_marks[w0] : make_uint2(0u, 0u);
   const uint2 hi = w0 + 1 < words ? row_marks[w0 + 1] : make_uint2(0u, 0u);
+  const uint2 lo = w0 >= 0 ? (w0 < words ? row_marks[w0] : make_uint2(0u, 0u))
+                           : make_uint2(0u, (hi.y & 1u) != 0u ? ~0u : 0u);
   const int sh = static_cast<int>(p0 & 31);
-  constexpr uint32_t kKeep = (kLen < 32 ? (1u << kLen) - 1u : ~0u) & ~1u;
+  constexpr uint32_t kAll = kLen < 32 ? (1u << kLen) - 1u : ~0u;
   auto cut = [&](uint32_t a, uint32_t b) {
-    return static_cast<uint32_t>(((static_cast<uint64_t>(b) << 32) | a) >> sh) & kKeep;
+    return static_cast<uint32_t>(((static_cast<uint64_t>(b) << 32) | a) >> sh) & kAll;
   };
-  return make_uint2(cut(lo.x, hi.x), cut(lo.y, hi.y));
+  return WindowMarks{cut(lo.x, hi.x) & ~1u, cut(lo.y, hi.y)};
 }
 
-// Word (b, k) of the sequence marks, position t = 32 k + i of row b at bit i: .x set where a new sequence
-// starts (0 < t < L, id[t] != id[t - 1]); .y set where id[t] equals the id of a position t - j, j <= halo,
-// with a start between them (before 0, positions carry id[0]). pads word (b, k): bit i set where id[t] < 0 (a
-// padding token, whose output is a constant 0, so its dout is read as 0). One thread a position; each 32 lanes
-// gather their bits by shuffles.
+// Word (b, k) of the sequence marks, position t = 32 k + i of row b at bit i. Padding tokens (id < 0: their
+// output is a constant 0, so their dout is read as 0) are transparent: a window skips them and reads on, as
+// the reference's rule (equal ids are one sequence) does. .x set where a new sequence starts: t is not padding
+// and the nearest earlier token that is not, within the halo, has another id; .y set where t is padding. Before
+// 0, positions carry id[0]. recur_flags[block]: 1 where the block saw an id recur within the halo across another
+// id (seq_idx not non-decreasing, which the op refuses where it can check; the starts cannot express it, so the
+// reduce kernel then recomputes the whole backward by the reference's rule). One thread a position; each 32
+// lanes gather their bits by shuffles.
 __global__ void __launch_bounds__(256)
     causal_conv1d_bwd_seq_marks_kernel(const int32_t* __restrict__ seq, int64_t batch_stride, int64_t seq_stride,
                                        int64_t L, int halo, int64_t words, int64_t n, uint2* __restrict__ out,
-                                       uint32_t* __restrict__ pads) {
+                                       uint32_t* __restrict__ recur_flags) {
   const int lane = lane_id();
+  bool any_recur = false;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < n;
        base += static_cast<int64_t>(gridDim.x) * blockDim.x) {  // n: a multiple of 32, whole words
     const int64_t idx = base + threadIdx.x, word = idx >> 5;
-    uint32_t start = 0u, recur = 0u, pad = 0u;
+    uint32_t start = 0u, pad = 0u;
     if (idx < n) {
       const int64_t b = word / words;
       const int64_t t = (word - b * words) * 32 + (idx & 31);
@@ -226,40 +233,35 @@ __global__ void __launch_bounds__(256)
         const int32_t* row = seq + b * batch_stride;
         const int32_t id = row[t * seq_stride];
         pad = id < 0 ? 1u : 0u;
-        bool crossed = false;  // a start in (t - j, t]
-        int32_t later = id;
+        bool seen = false, crossed = false;  // crossed: a token of another id in (t - j, t)
 #pragma unroll
         for (int j = 1; j < kMaxTemplateWidth; ++j) {
-          if (j > halo) break;
+          if (j > halo || id < 0) break;
           const int32_t earlier = row[(t - j > 0 ? t - j : 0) * seq_stride];
-          crossed = crossed || earlier != later;
-          if (j == 1) start = crossed ? 1u : 0u;
-          recur |= crossed && earlier == id ? 1u : 0u;
-          later = earlier;
+          if (earlier < 0) continue;
+          if (!seen) start = earlier != id ? 1u : 0u;
+          seen = true;
+          any_recur = any_recur || (crossed && earlier == id);
+          crossed = crossed || earlier != id;
         }
       }
     }
-    uint32_t starts = start << (idx & 31), recurs = recur << (idx & 31), pads_word = pad << (idx & 31);
+    uint32_t starts = start << (idx & 31), pads = pad << (idx & 31);
 #pragma unroll
     for (int off = 1; off < 32; off <<= 1) {
       starts |= warp_shfl(starts, lane ^ off);
-      recurs |= warp_shfl(recurs, lane ^ off);
-      pads_word |= warp_shfl(pads_word, lane ^ off);
+      pads |= warp_shfl(pads, lane ^ off);
     }
-    if ((idx & 31) == 0 && idx < n) {
-      out[word] = make_uint2(starts, recurs);
-      pads[word] = pads_word;
-    }
+    if ((idx & 31) == 0 && idx < n) out[word] = make_uint2(starts, pads);
   }
+  const bool block_recur = __syncthreads_or(any_recur) != 0;
+  if (threadIdx.x == 0) recur_flags[blockIdx.x] = block_recur ? 1u : 0u;
 }
 
-// seq_idx: dout of the vector at position e of a row (e a multiple of kNElts) read as 0 at padding tokens.
+// seq_idx: the vector's dout read as 0 at padding tokens (bits: the window's padding bits).
 template <typename Ktraits>
-__device__ __forceinline__ void zero_padding(typename Ktraits::vec_t& gv, const uint32_t* __restrict__ row_pads,
-                                             int64_t words, int64_t e) {
-  static_assert(32 % Ktraits::kNElts == 0, "a vector's positions lie in one word of 32");
-  const int64_t wi = e >> 5;
-  const uint32_t bits = wi < words ? (row_pads[wi] >> (e & 31)) & ((1u << Ktraits::kNElts) - 1u) : 0u;
+__device__ __forceinline__ void zero_padding(typename Ktraits::vec_t& gv, uint32_t window_pads) {
+  const uint32_t bits = (window_pads >> Ktraits::kSeqPad) & ((1u << Ktraits::kNElts) - 1u);
   if (bits != 0u) {
 #pragma unroll
     for (int i = 0; i < Ktraits::kNElts; ++i)
@@ -267,125 +269,123 @@ __device__ __forceinline__ void zero_padding(typename Ktraits::vec_t& gv, const 
   }
 }
 
-// seq_idx: which positions of a vector's window lie in one sequence. Bit m of word[d - 1] is set where the
-// positions at window bits m and m - d (the window: positions e - kSeqPad + m of the row, e the vector's first)
-// are in one sequence, d = 1 .. kHalo. From the window's start bits (seq_idx non-decreasing, as a packed batch
-// always is): no start at m, m - 1, .., m - d + 1. From its ids (where an id recurs across a start): equal ids,
-// the reference's rule; before 0 the row's first id (the initial states continue the first sequence), past the
-// row end its last (where dpre is zero).
-template <typename Ktraits>
-struct SeqReach {
-  uint32_t word[Ktraits::kHaloAlloc];
-};
-
-template <typename Ktraits>
-__device__ __forceinline__ SeqReach<Ktraits> reach_from_starts(uint32_t starts) {
-  SeqReach<Ktraits> r;
-  uint32_t cut = 0u;
-#pragma unroll
-  for (int d = 1; d <= Ktraits::kHalo; ++d) {
-    cut |= starts << (d - 1);
-    r.word[d - 1] = ~cut;
-  }
-  return r;
-}
-
-// Not inlined: rare (seq_idx that is not non-decreasing), and one copy keeps the kernel's code small.
-template <typename Ktraits>
-__device__ __noinline__ SeqReach<Ktraits> reach_from_ids(const int32_t* __restrict__ row_ids, int64_t stride,
-                                                         int64_t e, int64_t L) {
-  SeqReach<Ktraits> r;
-#pragma unroll
-  for (int d = 0; d < Ktraits::kHaloAlloc; ++d) r.word[d] = 0u;
-  auto id_at = [&](int m) {
-    const int64_t t = e - Ktraits::kSeqPad + m;
-    return row_ids[(t < 0 ? 0 : (t < L ? t : L - 1)) * stride];
-  };
-#pragma unroll 1
-  for (int m = 1; m < Ktraits::kSeqLen; ++m) {
-    const int32_t here = id_at(m);
-#pragma unroll
-    for (int d = 1; d <= Ktraits::kHalo; ++d)
-      if (d <= m && id_at(m - d) == here) r.word[d - 1] |= 1u << m;
-  }
-  return r;
-}
-
-// Masks of the taps: same(own, off) says whether the position at offset off from the vector start is in the
-// sequence of the position at offset own. NoMask: every tap (no seq_idx). SeqMask: one bit of the window's
-// reach words (own and off are compile-time in the unrolled loops: one AND against a constant a tap).
-struct NoMask {
-  __device__ __forceinline__ bool operator()(int, int) const { return true; }
-};
-template <typename Ktraits>
-struct SeqMask {
-  SeqReach<Ktraits> r;
-  __device__ __forceinline__ bool operator()(int own, int off) const {
-    const int lo = Ktraits::kSeqPad + (own < off ? own : off), hi = Ktraits::kSeqPad + (own < off ? off : own);
-    return hi == lo || ((r.word[hi - lo - 1] >> hi) & 1u) != 0u;
-  }
-};
-
 // dp[i] for the first kCount elements of the vector.
-template <typename Ktraits, int kCount = Ktraits::kNElts, typename Mask = NoMask>
+template <typename Ktraits, int kCount = Ktraits::kNElts>
 __device__ __forceinline__ void dpre_of_vector(float (&dp)[Ktraits::kNElts],
                                                const float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
                                                const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
-                                               float bias, bool silu, Mask same = {}) {
+                                               float bias, bool silu) {
   constexpr int kHalo = Ktraits::kHalo;
 #pragma unroll
   for (int i = 0; i < kCount; ++i) {
     float pre = bias;
 #pragma unroll
-    for (int j = 0; j < Ktraits::kWidth; ++j)
-      if (same(i, i - kHalo + j)) pre = fmaf(w[j], xs[i + j], pre);
+    for (int j = 0; j < Ktraits::kWidth; ++j) pre = fmaf(w[j], xs[i + j], pre);
     dp[i] = act_grad(pre, to_float(gv.elt[i]), silu);
   }
 }
 
 // dweight/dbias sums of a vector: acc[j] += dp[i] * x at tap j, acc[kW] += dp[i].
-template <typename Ktraits, typename Mask>
+template <typename Ktraits>
 __device__ __forceinline__ void sums_of_vector(float (&acc)[Ktraits::kWidth + 1], const float (&dp)[Ktraits::kNElts],
-                                               const float (&xs)[Ktraits::kHalo + Ktraits::kNElts], Mask same) {
+                                               const float (&xs)[Ktraits::kHalo + Ktraits::kNElts]) {
   constexpr int kW = Ktraits::kWidth;
 #pragma unroll
   for (int i = 0; i < Ktraits::kNElts; ++i) {
 #pragma unroll
-    for (int j = 0; j < kW; ++j)
-      if (same(i, i - Ktraits::kHalo + j)) acc[j] = fmaf(dp[i], xs[i + j], acc[j]);
+    for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp[i], xs[i + j], acc[j]);
     acc[kW] += dp[i];
   }
 }
 
 // dx of a vector from dpw (dpre at its positions and the kHalo after: dpw[m] is position e + m).
-template <typename Ktraits, typename Mask>
+template <typename Ktraits>
 __device__ __forceinline__ void dx_of_vector(float (&g)[Ktraits::kNElts],
                                              const float (&dpw)[Ktraits::kNElts + Ktraits::kHalo],
-                                             const float (&w)[Ktraits::kWidth], Mask same) {
+                                             const float (&w)[Ktraits::kWidth]) {
   constexpr int kHalo = Ktraits::kHalo;
 #pragma unroll
   for (int i = 0; i < Ktraits::kNElts; ++i) {
     float acc_x = 0.f;
 #pragma unroll
     for (int j = 0; j < Ktraits::kWidth; ++j)
-      if (same(i, i + kHalo - j)) acc_x = fmaf(w[j], dpw[i + kHalo - j], acc_x);
+      acc_x = fmaf(w[j], dpw[i + kHalo - j], acc_x);
     g[i] = acc_x;
   }
 }
 
-// The seq_idx mask of a vector's window: from its start bits, or from its ids where one recurs across a start
-// (by a lane alone).
-struct SeqSource {
-  const int32_t* row_ids;
-  int64_t stride, e, L;
-  uint32_t starts;
-  bool ids;
-};
+// seq_idx, windows without a recurring id: the taps cut at the sequence starts by zeroing, not masked one by one.
+// A window's values are dropped where a start makes them unreachable: walking the vector's positions in order,
+// a start at window position b zeroes the values before b that a later position could still read (the kHalo
+// before it), so each position's taps read its own sequence and zeros; padding tokens read as zeros throughout.
+// About 2 operations a position and tap fewer than a mask a tap (H100, session 20: see the file comment).
+//
+// dp (the first kCount elements) and, with kSums, the dweight/dbias sums of the vector whose x window is xs
+// (changed: zeroed where cut), starts and pads its window's bits.
+template <typename Ktraits, int kCount = Ktraits::kNElts, bool kSums = true>
+__device__ __forceinline__ void dpre_cut(float (&dp)[Ktraits::kNElts], float (&acc)[Ktraits::kWidth + 1],
+                                         float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
+                                         const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
+                                         float bias, bool silu, uint32_t starts, uint32_t pads) {
+  constexpr int kHalo = Ktraits::kHalo, kW = Ktraits::kWidth;
+  constexpr int kOff = Ktraits::kSeqPad - kHalo;  // window bit of xs[m]: m + kOff
+  if (pads != 0u) {
+#pragma unroll
+    for (int m = 0; m < kHalo + Ktraits::kNElts; ++m)
+      if ((pads >> (m + kOff)) & 1u) xs[m] = 0.f;
+  }
+  // starts before the vector (window bits 1 .. kHalo - 1): position b - kHalo cannot read xs[0 .. b - 1]
+#pragma unroll
+  for (int b = 1; b < kHalo; ++b) {
+    if ((starts >> (b + kOff)) & 1u) {
+#pragma unroll
+      for (int m = 0; m < b; ++m) xs[m] = 0.f;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) {
+    if ((starts >> (i + kHalo + kOff)) & 1u) {  // a start at position i: neither it nor later ones read before it
+#pragma unroll
+      for (int m = i; m < i + kHalo; ++m) xs[m] = 0.f;
+    }
+    float pre = bias;
+#pragma unroll
+    for (int j = 0; j < kW; ++j) pre = fmaf(w[j], xs[i + j], pre);
+    dp[i] = act_grad(pre, to_float(gv.elt[i]), silu);
+    if constexpr (kSums) {
+#pragma unroll
+      for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp[i], xs[i + j], acc[j]);
+      acc[kW] += dp[i];
+    }
+  }
+}
 
+// dx of a vector from dpw (dpre at its positions and the kHalo after: dpw[m] is position e + m; changed: zeroed
+// where cut), walking its positions down: after position r's dx, a start at r zeroes the dpre values from r on
+// that an earlier position could read (the kHalo from r). Padding tokens get dx 0.
 template <typename Ktraits>
-__device__ __forceinline__ SeqMask<Ktraits> seq_mask(const SeqSource& src) {
-  return SeqMask<Ktraits>{src.ids ? reach_from_ids<Ktraits>(src.row_ids, src.stride, src.e, src.L)
-                                  : reach_from_starts<Ktraits>(src.starts)};
+__device__ __forceinline__ void dx_cut(float (&g)[Ktraits::kNElts], float (&dpw)[Ktraits::kNElts + Ktraits::kHalo],
+                                       const float (&w)[Ktraits::kWidth], uint32_t starts, uint32_t pads) {
+  constexpr int kHalo = Ktraits::kHalo, kNElts = Ktraits::kNElts, kPad = Ktraits::kSeqPad;
+#pragma unroll
+  for (int r = kNElts + kHalo - 1; r >= 0; --r) {
+    if (r < kNElts) {  // position r: the starts after it are applied, its own is not (it reads itself)
+      float acc_x = 0.f;
+#pragma unroll
+      for (int j = 0; j < Ktraits::kWidth; ++j) acc_x = fmaf(w[j], dpw[r + kHalo - j], acc_x);
+      g[r] = acc_x;
+    }
+    if (r >= 1 && ((starts >> (r + kPad)) & 1u)) {
+#pragma unroll
+      for (int m = r; m < r + kHalo && m < kNElts + kHalo; ++m) dpw[m] = 0.f;
+    }
+  }
+  const uint32_t own_pads = (pads >> kPad) & ((1u << kNElts) - 1u);
+  if (own_pads != 0u) {
+#pragma unroll
+    for (int i = 0; i < kNElts; ++i)
+      if ((own_pads >> i) & 1u) g[i] = 0.f;
+  }
 }
 
 // Vector v of the flat array of n_elts elements at base, zeros outside it (its last, partial vector element by
@@ -644,7 +644,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
     const int32_t* __restrict__ row_ids = kSeq ? a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride : nullptr;
     const uint2* __restrict__ row_marks = kSeq ? a.seq_marks + static_cast<int64_t>(b) * a.seq_words : nullptr;
-    const uint32_t* __restrict__ row_pads = kSeq ? a.seq_pads + static_cast<int64_t>(b) * a.seq_words : nullptr;
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
@@ -678,17 +677,16 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       for (int h = 0; h < kHaloWordsAlloc; ++h) next_halo[h] = 0u;
     }
     // seq_idx: the marks of each vector's window and of the next vector's (kSeq), loaded with the data.
-    // by_id bit k (kVecs: the next vector): the window holds a recurring id.
-    uint32_t starts[kSeq ? kVecs + 1 : 1];
-    uint32_t by_id = 0;
+    uint32_t starts[kSeq ? kVecs + 1 : 1], pads[kSeq ? kVecs + 1 : 1];
     if constexpr (kSeq) {
 #pragma unroll
       for (int k = 0; k <= kVecs; ++k) {
         const int64_t e = (static_cast<int64_t>(v0) + k * kWarpSize) * kNElts;
-        const uint2 m = k < kVecs || has_next ? window_marks<Ktraits>(row_marks, a.seq_words, e) : make_uint2(0u, 0u);
-        starts[k] = m.x;
-        by_id |= (m.y != 0u ? 1u : 0u) << k;
-        if (k < kVecs || has_next) zero_padding<Ktraits>(k < kVecs ? gv[k] : gn, row_pads, a.seq_words, e);
+        const WindowMarks m =
+            k < kVecs || has_next ? window_marks<Ktraits>(row_marks, a.seq_words, e) : WindowMarks{0u, 0u};
+        starts[k] = m.starts;
+        pads[k] = m.pads;
+        zero_padding<Ktraits>(k < kVecs ? gv[k] : gn, m.pads);
       }
     }
     // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
@@ -739,16 +737,13 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         for (int i = 0; i < kHalo; ++i)
           if (e0 + i < kHalo) xs[i] = init_x[i];
       }
-      if constexpr (kSeq) {  // every vector masked (the file comment says why)
-        const SeqMask<Ktraits> same =
-            seq_mask<Ktraits>(SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0});
-        dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu, same);
-        sums_of_vector<Ktraits>(acc, dp[k], xs, same);
+      if constexpr (kSeq) {  // every vector cut at its starts (the file comment says why)
+        dpre_cut<Ktraits>(dp[k], acc, xs, gv[k], w, bias, a.silu, starts[k], pads[k]);
       } else {
         dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
         if constexpr (kFlat)
           if (!inside) mask_dpre<Ktraits>(dp[k], e, L);
-        sums_of_vector<Ktraits>(acc, dp[k], xs, NoMask{});
+        sums_of_vector<Ktraits>(acc, dp[k], xs);
       }
     }
     // dpre of the vector after the tile: only its first kHalo elements are ever read.
@@ -767,9 +762,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         if (ahead_cross) mask_window<Ktraits>(xs, e, b, d, a);
       }
       if constexpr (kSeq) {
-        dpre_of_vector<Ktraits, kNextElts>(
-            dp_next, xs, gn, w, bias, a.silu,
-            seq_mask<Ktraits>(SeqSource{row_ids, a.seq_seq_stride, e, L, starts[kVecs], ((by_id >> kVecs) & 1u) != 0}));
+        float unused[kW + 1];
+        dpre_cut<Ktraits, kNextElts, false>(dp_next, unused, xs, gn, w, bias, a.silu, starts[kVecs], pads[kVecs]);
       } else {
         dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
       }
@@ -806,12 +800,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       float g[kNElts];
       const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
       const bool at_dinit = !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
-      if constexpr (kSeq) {
-        dx_of_vector<Ktraits>(
-            g, dpw, w, seq_mask<Ktraits>(SeqSource{row_ids, a.seq_seq_stride, e, L, starts[k], ((by_id >> k) & 1u) != 0}));
-      } else {
-        dx_of_vector<Ktraits>(g, dpw, w, NoMask{});
-      }
+      if constexpr (kSeq) dx_cut<Ktraits>(g, dpw, w, starts[k], pads[k]);
+      else dx_of_vector<Ktraits>(g, dpw, w);
       if (at_final) {
         // The row's last sequence takes dfinal (the states at the row's two ends: a few lanes, ids read).
         const int32_t last_id = kSeq ? row_ids[(L - 1) * a.seq_seq_stride] : 0;
@@ -898,10 +888,14 @@ int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width,
 
 int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
 
-// The rows path's seq_idx workspace: [B, seq_words] uint2 marks (seq_marks_kernel), then [B, seq_words] pads words.
+// The rows path's seq_idx workspace: [B, seq_words] uint2 marks (seq_marks_kernel; 16-byte aligned: it follows the
+// partials, rounded up to 16 bytes), then the marks kernel's kSeqMarksBlocks recur flags.
 int64_t seq_words_of(int64_t L) { return (L + 31) / 32; }
-int64_t seq_workspace_words(int64_t B, int64_t L) { return 3 * B * seq_words_of(L); }
-uint32_t* seq_pads_of(uint32_t* seq_starts, int64_t B, int64_t L) { return seq_starts + 2 * B * seq_words_of(L); }
+int64_t seq_workspace_words(int64_t B, int64_t L) { return 2 * B * seq_words_of(L) + kSeqMarksBlocks; }
+uint32_t* recur_flags_of(uint32_t* seq_starts, int64_t B, int64_t L) { return seq_starts + 2 * B * seq_words_of(L); }
+int seq_marks_blocks(int64_t B, int64_t L) {
+  return static_cast<int>(std::min<int64_t>((B * seq_words_of(L) * 32 + 255) / 256, kSeqMarksBlocks));
+}
 
 template <typename T, int kW, int kVecs, bool kShifted, bool kSeq>
 void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const BwdPartials& partials,
@@ -919,7 +913,6 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.seq_seq_stride = p.seq_idx_seq_stride;
   a.seq_marks = reinterpret_cast<const uint2*>(seq_starts);
   a.seq_words = seq_words_of(p.seqlen);
-  a.seq_pads = seq_starts != nullptr ? seq_pads_of(seq_starts, p.batch, p.seqlen) : nullptr;
   a.seqlen = p.seqlen;
   a.row_vecs = static_cast<int32_t>(row_vecs_of(p.seqlen, Ktraits::kNElts, Ktraits::kUnaligned));
   a.lead = static_cast<int32_t>(lead_of(p));
@@ -1032,15 +1025,19 @@ void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const
                   const BwdPartials& partials, uint32_t* seq_starts, gpuStream_t stream) {
   if (plan.seq) {
     const int64_t words = seq_words_of(p.seqlen), n = p.batch * words * 32;  // a thread per position
-    const int64_t blocks = std::min<int64_t>((n + 255) / 256, kMaxGridX);
-    causal_conv1d_bwd_seq_marks_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+    causal_conv1d_bwd_seq_marks_kernel<<<static_cast<unsigned>(seq_marks_blocks(p.batch, p.seqlen)), 256, 0, stream>>>(
         p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.seqlen, static_cast<int>(p.width - 1), words, n,
-        reinterpret_cast<uint2*>(seq_starts), seq_pads_of(seq_starts, p.batch, p.seqlen));
+        reinterpret_cast<uint2*>(seq_starts), recur_flags_of(seq_starts, p.batch, p.seqlen));
     AITER_LITE_LAUNCH_CHECK();
   }
   with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
     bwd_rows_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, partials, seq_starts, stream);
   });
+}
+
+BwdRecurFlags bwd_rows_recur_flags(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, uint32_t* seq_starts) {
+  if (!plan.seq) return BwdRecurFlags{};
+  return BwdRecurFlags{recur_flags_of(seq_starts, p.batch, p.seqlen), seq_marks_blocks(p.batch, p.seqlen)};
 }
 #endif
 
