@@ -3,8 +3,9 @@
 //
 // Kernels:
 //   rows          dense [B, D, L], 16-byte aligned, L >= 2W: warp tiles of 16-byte vectors, halos by warp
-//                 shuffle; rows off the vector grid (odd L) as masked vectors of the flat array; seq_idx on
-//                 rows of whole vectors, masked only where a sequence starts (causal_conv1d_bwd_rows.cu).
+//                 shuffle; rows off the vector grid (odd L) as row-relative vectors; seq_idx on rows of whole
+//                 vectors, each window cut at its sequence starts (causal_conv1d_bwd_rows.cu; seq_idx that
+//                 decreases is recomputed by the reduce kernel, below).
 //   channel_last  x, dout and dx with dim stride 1, seq_idx allowed: a thread walks a chunk of time
 //                 steps for one 4-byte group of channels, fed through a cp.async shared-memory ring
 //                 when the steps are 16-byte aligned (causal_conv1d_bwd_channel_last.cu).

@@ -25,18 +25,18 @@
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
 //
 // seq_idx (aligned rows, kSeq): a first small kernel (seq_marks_kernel) writes two bits per position to the
-// workspace: "a new sequence starts here" and "this id recurs within the width before it, across a start"
-// (ids 0 1 0). With the other loads, a lane reads the marks of its vectors' windows (two 8-byte words each,
-// shared by every channel of the batch row). Every vector masks each tap and gradient that crosses a
-// sequence boundary, telling the sequences apart by the count of starts before each position (all in
-// registers); only a window with a recurring id loads its ids and compares them (the reference's rule:
-// equal ids are one sequence). Why every vector, not only those whose window holds a start: a start lands
-// in nearly every warp tile of packed sequences, and a warp that runs the masked path for one lane runs it
-// at the cost of a whole warp step beside the plain one. H100, 2026-11-25, 1 x 4096 x 32768 bf16 with 64
-// packed sequences (282 us without seq_idx; bench/lab/conv_bwd/check.py ab): ids loaded for every vector, a
-// masked path where a window held a start 570 us; start bits, then the ids, on that path 809 us; marks and
-// a per-tap select 1020 us (ncu: instruction fetch its first stall, 77.6 KB of code for bf16 W = 4 against
-// 25.6 KB without seq_idx); every vector masked 460 us.
+// workspace, "a new sequence starts here" and "padding token" (padding is transparent: a window skips it and
+// reads on, as the reference's rule, equal ids are one sequence, does). With the other loads, a lane reads the
+// marks of its vectors' windows (two 8-byte words each, shared by every channel of the batch row). Every vector
+// cuts its window at the starts by zeroing (dpre_cut, dx_cut: walking the positions, a start zeroes the kHalo
+// values before it that later positions would read; padding reads as zeros), so the taps themselves are the
+// plain ones. seq_idx that decreases (an id recurring across another, which the op refuses where it can check)
+// cannot be cut this way: the marks kernel flags it and the reduce kernel recomputes the backward by the
+// reference's rule (causal_conv1d_bwd.cu). Why every vector, not a warp-uniform skip where no window holds a
+// mark: that doubled the code and measured slower. H100, session 20 (docs/causal_conv1d.md), 1 x 4096 x 32768
+// bf16, 64 packed sequences (282 us without seq_idx): a mask a tap with a per-window ids path 487 us (96
+// registers, 5 blocks an SM; the ids path alone took it from 64 to 96 registers); the cut 451 us at 5 blocks,
+// 414 at 6, 371 at 8 blocks with the ids path moved to the reduce kernel (64 registers, 12 bytes spilled).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -314,11 +314,10 @@ __device__ __forceinline__ void dx_of_vector(float (&g)[Ktraits::kNElts],
   }
 }
 
-// seq_idx, windows without a recurring id: the taps cut at the sequence starts by zeroing, not masked one by one.
-// A window's values are dropped where a start makes them unreachable: walking the vector's positions in order,
-// a start at window position b zeroes the values before b that a later position could still read (the kHalo
-// before it), so each position's taps read its own sequence and zeros; padding tokens read as zeros throughout.
-// About 2 operations a position and tap fewer than a mask a tap (H100, session 20: see the file comment).
+// seq_idx: the taps cut at the sequence starts by zeroing, not masked one by one. A window's values are dropped
+// where a start makes them unreachable: walking the vector's positions in order, a start at window position b
+// zeroes the values before b that a later position could still read (the kHalo before it), so each position's
+// taps read its own sequence and zeros; padding tokens read as zeros throughout.
 //
 // dp (the first kCount elements) and, with kSums, the dweight/dbias sums of the vector whose x window is xs
 // (changed: zeroed where cut), starts and pads its window's bits.
