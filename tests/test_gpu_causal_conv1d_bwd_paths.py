@@ -44,7 +44,7 @@ def check(layout, b, d, length, width, x_dtype, w_dtype, features, segments=3):
     poison_allocator(x.numel() * x.element_size())
     if features:
         init = make_states(b, d, width, x_dtype, DEV, "channel_last" if layout != "contiguous" else "contiguous")
-        seq = packed_seq_idx(b, length, DEV, segments) if layout != "contiguous" or length % 8 == 0 else None
+        seq = packed_seq_idx(b, length, DEV, segments)
         grads_vs_reference(x, w, bias, "silu", initial_states=init, seq_idx=seq, final_states=True, dtype_tol=tol)
     else:
         grads_vs_reference(x, w, bias, "silu", dtype_tol=tol)
@@ -53,8 +53,9 @@ def check(layout, b, d, length, width, x_dtype, w_dtype, features, segments=3):
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
 @pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
 def test_shifted_rows(x_dtype, w_dtype, width):
-    """Rows off the 16-byte grid (row-relative vectors read element by element since session 19): odd lengths,
-    rows of a vector or two (L = 2W + 1), and a call large enough for two vectors a lane (1 x 40 x 30001)."""
+    """Rows off the 16-byte grid (row-relative vectors since session 19): odd lengths, rows of a vector or two
+    (L = 2W + 1), and a call large enough for two vectors a lane (1 x 40 x 30001); with the features (states and
+    seq_idx, which shifted rows take since session 20) and without."""
     torch.manual_seed(width)
     shapes = [(3, 5, 131), (2, 7, 777), (2, 3, 1000), (1, 9, 64), (4, 6, 2 * width + 1), (1, 40, 30001)]
     for (b, d, length), features in itertools.product(shapes, [False, True]):
@@ -81,7 +82,7 @@ def test_rows_seq_idx_padding_inside_sequences(x_dtype, w_dtype, width):
     windows read the ids themselves."""
     torch.manual_seed(40 + width)
     tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
-    for b, d, length in [(2, 24, 1024), (1, 2048, 2048)]:
+    for b, d, length in [(2, 24, 1024), (1, 2048, 2048), (2, 24, 1021), (1, 2048, 2047)]:  # odd L: shifted rows
         seq = torch.cumsum((torch.rand(b, length) < 0.3).to(torch.int32), dim=1).to(torch.int32)
         pad = torch.rand(b, length) < 0.2
         pad[:, -1] = False  # a row may not end in padding with final states
@@ -95,7 +96,7 @@ def test_rows_seq_idx_padding_inside_sequences(x_dtype, w_dtype, width):
 
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
 @pytest.mark.parametrize("width", [2, 4, 8])
-@pytest.mark.parametrize("shape", [(2, 24, 1024), (1, 2048, 2048)])
+@pytest.mark.parametrize("shape", [(2, 24, 1024), (1, 2048, 2048), (1, 2048, 2047)])
 def test_rows_seq_idx_not_non_decreasing(shape, x_dtype, w_dtype, width):
     """seq_idx that decreases (ids 0 1 0 ...) reaches the backward kernels when the op's host check cannot run
     (graph capture, torch.compile); the rows kernel's sequence starts cannot express it, so the marks kernel

@@ -24,7 +24,7 @@
 //      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
 //
-// seq_idx (aligned rows, kSeq): a first small kernel (seq_marks_kernel) writes two bits per position to the
+// seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel (seq_marks_kernel) writes two bits per position to the
 // workspace, "a new sequence starts here" and "padding token" (padding is transparent: a window skips it and
 // reads on, as the reference's rule, equal ids are one sequence, does). With the other loads, a lane reads the
 // marks of its vectors' windows (two 8-byte words each, shared by every channel of the batch row). Every vector
@@ -59,61 +59,29 @@ constexpr int kRowsLargeVecs = AITER_LITE_BWD_ROWS_VECS;
 #else
 constexpr int kRowsLargeVecs = 2;
 #endif
-// Shifted rows take kRowsLargeVecs on large problems too, unless AITER_LITE_BWD_ROWS_SHIFTED_ONE_VEC (A/B).
-#ifdef AITER_LITE_BWD_ROWS_SHIFTED_ONE_VEC
-constexpr bool kShiftedLargeVecs = false;
-#else
-constexpr bool kShiftedLargeVecs = true;
-#endif
-
-// Blocks per SM of flat shifted rows with kRowsLargeVecs at W <= 4 (AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS: A/B).
-#ifdef AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS
-constexpr int kShiftedLargeBlocks = AITER_LITE_BWD_ROWS_SHIFTED_BLOCKS;
-#else
-constexpr int kShiftedLargeBlocks = 7;  // 72 registers (ptxas 13.0); session 19, H100: 12-17% faster than 5 on
-                                         // odd L (docs/causal_conv1d.md)
-#endif
+// Blocks per SM of flat shifted rows with kRowsLargeVecs at W <= 4: 72 registers (ptxas 13.0); session 19, H100:
+// 12-17% faster than 5 on odd L, 6 between (docs/causal_conv1d.md).
+constexpr int kShiftedLargeBlocks = 7;
 
 // Rows off the vector grid (kShifted), session 19: row-relative vectors (kUnaligned; 16-bit types read through a
-// shared-memory stage and written by 32-bit stores, fp32 by element), except 16-bit W <= 2, which keep session 12's
-// form (kFlat: 16-byte vectors of the flat array, masked at the row ends); AITER_LITE_BWD_ROWS_FLAT_SHIFTED builds
-// the flat form everywhere (A/B).
-#ifdef AITER_LITE_BWD_ROWS_FLAT_SHIFTED
-constexpr bool kFlatShifted = true;
-#else
-constexpr bool kFlatShifted = false;
-#endif
-// AITER_LITE_BWD_ROWS_WORD_LOADS (A/B): 16-bit unaligned rows read by 32-bit loads a lane, not staged.
-#ifdef AITER_LITE_BWD_ROWS_WORD_LOADS
-constexpr bool kStagedRows = false;
-#else
-constexpr bool kStagedRows = true;
-#endif
-// Whether shifted rows of this element size and width take the flat array's vectors (kFlat) or row-relative ones
-// (AITER_LITE_BWD_ROWS_NO_FLAT: row-relative for 16-bit W <= 2 too, for A/B).
-constexpr bool flat_shifted_rows(int elt_bytes, int width) {
-#ifdef AITER_LITE_BWD_ROWS_NO_FLAT
-  return kFlatShifted;
-#else
-  return kFlatShifted || (elt_bytes == 2 && width <= 2);
-#endif
-}
+// shared-memory stage and written by 32-bit stores, fp32 by element), except 16-bit W <= 2 without seq_idx, which
+// keep session 12's form (kFlat: 16-byte vectors of the flat array, masked at the row ends; H100, session 19: 0.79
+// of copy on bf16 8 x 4096 x 4093 W = 2 against 0.73 through the stage, which wins from W = 3 on). seq_idx takes
+// row-relative vectors (a flat vector may hold two rows, whose marks differ).
+constexpr bool flat_shifted_rows(int elt_bytes, int width, bool seq) { return !seq && elt_bytes == 2 && width <= 2; }
 
 template <typename T_, int kWidth_, int kVecs_, bool kShifted_, bool kSeq_ = false>
 struct BwdRowsTraits {
   using T = T_;
   static constexpr bool kShifted = kShifted_;
-  // Vectors of the flat array: under the knob, and for 16-bit W <= 2 (H100, session 19: 0.79 of copy on bf16
-  // 8 x 4096 x 4093 W = 2 against 0.73 through the stage; the stage wins from W = 3 on).
-  static constexpr bool kFlat = kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_);
+  static constexpr bool kFlat = kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_, kSeq_);
   static constexpr bool kUnaligned = kShifted_ && !kFlat;  // row-relative vectors
   // 16-bit unaligned rows read x and dout through a per-warp shared-memory stage (load_staged): the tile's flat
   // 16-byte vectors (coalesced loads) at a 5-word stride, from which each lane reads its row vector's 5 words
   // (an odd stride: no bank conflicts). kStageWords: one tensor's stage, kVecs * kWarpSize + 1 vectors.
-  static constexpr bool kStaged = kUnaligned && sizeof(T_) == 2 && kStagedRows;
+  static constexpr bool kStaged = kUnaligned && sizeof(T_) == 2;
   static constexpr int kStageWords = (kVecs_ * kWarpSize + 1) * 5;  // kWarpSize: 64 on HIP
   static constexpr bool kSeq = kSeq_;
-  static_assert(!(kShifted_ && kSeq_), "seq_idx takes aligned rows only");
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
@@ -122,10 +90,11 @@ struct BwdRowsTraits {
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
   // Flat shifted rows hold their masks too: 7 blocks at W <= 4 (also with 2 vectors per lane: 72 registers,
   // timed 12-17% faster than 5 blocks in session 19); row-relative shifted rows take the aligned bounds.
-  // seq_idx mode holds a window's sequence numbers (kNElts + 2 kSeqPad).
+  // seq_idx: 8 blocks at W <= 4 (session 20, H100: 371 us against 414 at 6 and 451 at 5 on bf16 1 x 4096 x 32768;
+  // 64 registers, 12 bytes spilled), 6 for shifted rows with 2 vectors a lane (8 spilled 252 bytes there).
   static constexpr int kMinBlocks =
-      kSeq_ ? (kWidth_ <= 4 ? 8 : (kVecs_ >= 2 ? 4 : (kWidth_ <= 6 ? 5 : 4)))
-      : (kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_))
+      kSeq_ ? (kWidth_ <= 4 ? (kShifted_ && kVecs_ >= 2 ? 6 : 8) : (kVecs_ >= 2 ? 4 : (kWidth_ <= 6 ? 5 : 4)))
+      : kFlat
           ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
                          : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
                   : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
@@ -879,8 +848,9 @@ int64_t row_vecs_of(int64_t L, int64_t n_elts, bool unaligned) {
 // Tiles per row: row_vecs_of's vectors; flat shifted rows at most (lead + L + 2 kNElts - 2) / kNElts,
 // whatever the row's offset in the vector grid (every row gets the same count, so each (row, tile) writes
 // exactly one partial row, all-zero tiles included).
-int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width, bool shifted, int64_t tile_vecs) {
-  const bool flat = shifted && flat_shifted_rows(static_cast<int>(kVecBytes / n_elts), static_cast<int>(width));
+int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width, bool shifted, bool seq,
+                         int64_t tile_vecs) {
+  const bool flat = shifted && flat_shifted_rows(static_cast<int>(kVecBytes / n_elts), static_cast<int>(width), seq);
   const int64_t row_vecs = flat ? (lead + L + 2 * n_elts - 2) / n_elts : row_vecs_of(L, n_elts, shifted);
   return (row_vecs + tile_vecs - 1) / tile_vecs;
 }
@@ -916,7 +886,8 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.row_vecs = static_cast<int32_t>(row_vecs_of(p.seqlen, Ktraits::kNElts, Ktraits::kUnaligned));
   a.lead = static_cast<int32_t>(lead_of(p));
   a.n_elts = p.batch * p.dim * p.seqlen;
-  const int64_t tiles_per_row = tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kW, kShifted, Ktraits::kTileVecs);
+  const int64_t tiles_per_row =
+      tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kW, kShifted, kSeq, Ktraits::kTileVecs);
   const int64_t n_tiles = p.batch * p.dim * tiles_per_row;  // < 2^31: bwd_rows_plan checked
   a.n_tiles = static_cast<uint32_t>(n_tiles);
   a.tiles_per_row = static_cast<uint32_t>(tiles_per_row);
@@ -955,7 +926,10 @@ void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, con
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       const bool large = plan.vecs_per_lane == kRowsLargeVecs;
-      if (plan.shifted) {
+      if (plan.shifted && plan.seq) {
+        if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true, true>(p, w, partials, seq_starts, stream);
+        else bwd_rows_launch<scalar_t, kW, 1, true, true>(p, w, partials, seq_starts, stream);
+      } else if (plan.shifted) {
         if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true, false>(p, w, partials, nullptr, stream);
         else bwd_rows_launch<scalar_t, kW, 1, true, false>(p, w, partials, nullptr, stream);
       } else if (plan.seq) {
@@ -978,9 +952,7 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
   const int64_t n_elts = kVecBytes / dtype_size(p.x_dtype);
   if (p.width > kMaxTemplateWidth || L < 2 * p.width || L / n_elts > INT32_MAX / 4) return plan;
-  // seq_idx: aligned rows only (the shifted rows' vectors cross rows, whose ids differ).
   const bool seq = p.seq_idx != nullptr;
-  if (seq && L % n_elts != 0) return plan;
   const bool dense = dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
                      dense_rows(p.dout_batch_stride, p.dout_dim_stride, p.dout_seq_stride, B, D, L) &&
                      (p.dx == nullptr || dense_rows(p.dx_batch_stride, p.dx_dim_stride, p.dx_seq_stride, B, D, L)) &&
@@ -988,13 +960,13 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   if (!dense) return plan;
   const int64_t lead = lead_of(p);
   // Share of a warp's lanes that hold positions of the row.
+  auto tiles_per_row = [&](bool shifted, int64_t tile_vecs) {
+    return tiles_per_row_of(L, lead, n_elts, p.width, shifted, seq, tile_vecs);
+  };
   auto efficiency = [&](bool shifted, int64_t tile_vecs) {
-    return static_cast<double>(L) /
-           static_cast<double>(tiles_per_row_of(L, lead, n_elts, p.width, shifted, tile_vecs) * tile_vecs * n_elts);
+    return static_cast<double>(L) / static_cast<double>(tiles_per_row(shifted, tile_vecs) * tile_vecs * n_elts);
   };
-  auto fits = [&](bool shifted) {  // 32-bit tile indices
-    return B * D * tiles_per_row_of(L, lead, n_elts, p.width, shifted, kWarpSize) <= INT32_MAX;
-  };
+  auto fits = [&](bool shifted) { return B * D * tiles_per_row(shifted, kWarpSize) <= INT32_MAX; };  // 32-bit tiles
   // Two vectors per lane once one-vector warps would not all fit on a large GPU at once (132 SMs x
   // 32 warps), as in the forward's rows plan.
   constexpr int64_t kLargeVecs = int64_t{132} * 32 * kWarpSize;
@@ -1003,20 +975,19 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
     if (large && efficiency(false, kRowsLargeVecs * kWarpSize) >= 0.75) plan.vecs_per_lane = kRowsLargeVecs;
     else if (efficiency(false, kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   }
-  plan.seq = seq && plan.vecs_per_lane > 0;
-  if (plan.seq) plan.seq_start_words = seq_workspace_words(B, L);
   // Shifted rows (odd L, or rows that tile badly) while at least 40% of the lanes work: L = 129 bf16 is
   // about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
-  if (plan.vecs_per_lane == 0 && !seq && fits(true)) {
+  if (plan.vecs_per_lane == 0 && fits(true)) {
     plan.shifted = true;
-    if (kShiftedLargeVecs && large && efficiency(true, kRowsLargeVecs * kWarpSize) >= 0.75)
+    if (large && efficiency(true, kRowsLargeVecs * kWarpSize) >= 0.75)
       plan.vecs_per_lane = kRowsLargeVecs;
     else if (efficiency(true, kWarpSize) >= 0.4) plan.vecs_per_lane = 1;
     else plan.shifted = false;
   }
+  plan.seq = seq && plan.vecs_per_lane > 0;
+  if (plan.seq) plan.seq_start_words = seq_workspace_words(B, L);
   if (plan.vecs_per_lane > 0)
-    plan.partial_rows =
-        B * tiles_per_row_of(L, lead, n_elts, p.width, plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize);
+    plan.partial_rows = B * tiles_per_row(plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize);
   return plan;
 }
 
