@@ -174,7 +174,8 @@ __global__ void __launch_bounds__(kReduceCols* kReduceRows)
       naive_dx_elements<T>(fallback, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
                            static_cast<int64_t>(gridDim.x) * blockDim.x);
       if (dweight != nullptr || dbias != nullptr)
-        for (int64_t e = blockIdx.x; e < cols; e += gridDim.x) naive_dw_entry<T>(fallback, e / (width + 1), e % (width + 1));
+        for (int64_t e = blockIdx.x; e < cols; e += gridDim.x)
+          naive_dw_entry<T>(fallback, e / (width + 1), e % (width + 1));
       return;
     }
   }

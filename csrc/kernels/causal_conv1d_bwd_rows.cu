@@ -24,19 +24,19 @@
 //      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
 //
-// seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel (seq_marks_kernel) writes two bits per position to the
-// workspace, "a new sequence starts here" and "padding token" (padding is transparent: a window skips it and
-// reads on, as the reference's rule, equal ids are one sequence, does). With the other loads, a lane reads the
-// marks of its vectors' windows (two 8-byte words each, shared by every channel of the batch row). Every vector
-// cuts its window at the starts by zeroing (dpre_cut, dx_cut: walking the positions, a start zeroes the kHalo
-// values before it that later positions would read; padding reads as zeros), so the taps themselves are the
-// plain ones. seq_idx that decreases (an id recurring across another, which the op refuses where it can check)
-// cannot be cut this way: the marks kernel flags it and the reduce kernel recomputes the backward by the
-// reference's rule (causal_conv1d_bwd.cu). Why every vector, not a warp-uniform skip where no window holds a
-// mark: that doubled the code and measured slower. H100, session 20 (docs/causal_conv1d.md), 1 x 4096 x 32768
-// bf16, 64 packed sequences (282 us without seq_idx): a mask a tap with a per-window ids path 487 us (96
-// registers, 5 blocks an SM; the ids path alone took it from 64 to 96 registers); the cut 451 us at 5 blocks,
-// 414 at 6, 371 at 8 blocks with the ids path moved to the reduce kernel (64 registers, 12 bytes spilled).
+// seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel (seq_marks_kernel)
+// writes two bits per position to the workspace, "a new sequence starts here" and "padding token" (padding is
+// transparent: a window skips it and reads on, as the reference's rule, equal ids are one sequence, does). With the
+// other loads, a lane reads the marks of its vectors' windows (two 8-byte words each, shared by every channel of the
+// batch row). Every vector cuts its window at the starts by zeroing (dpre_cut, dx_cut: walking the positions, a start
+// zeroes the kHalo values before it that later positions would read; padding reads as zeros), so the taps themselves
+// are the plain ones. seq_idx that decreases (an id recurring across another, which the op refuses where it can check)
+// cannot be cut this way: the marks kernel flags it and the reduce kernel recomputes the backward by the reference's
+// rule (causal_conv1d_bwd.cu). Why every vector, not a warp-uniform skip where no window holds a mark: that doubled the
+// code and measured slower. H100, session 20 (docs/causal_conv1d.md), 1 x 4096 x 32768 bf16, 64 packed sequences (282
+// us without seq_idx): a mask a tap with a per-window ids path 487 us (96 registers, 5 blocks an SM; the ids path alone
+// took it from 64 to 96 registers); the cut 451 us at 5 blocks, 414 at 6, 371 at 8 blocks with the ids path moved to
+// the reduce kernel (64 registers, 12 bytes spilled).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
