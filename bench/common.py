@@ -72,6 +72,14 @@ def copy_tbps(time_us, nbytes: int = 1 << 30) -> float:
     return 2 * nbytes / time_us(lambda: dst.copy_(src)) / 1e6
 
 
+def same_bytes_copy_us(moved_bytes: int, reps: int = 30) -> float:
+    """GPU time (graph_time_us) of a device copy moving moved_bytes in all, half read and half written: what the
+    hardware does with the bytes a kernel must move, timed in the same run (fresh random fp32, never zeros)."""
+    src = torch.empty(max(moved_bytes // 8, 1), device="cuda").normal_()
+    dst = torch.empty_like(src)
+    return graph_time_us(lambda: dst.copy_(src), reps)
+
+
 def host_us(fn, n: int = 2000, rounds: int = 5, sync: bool = True) -> float:
     """Time per call of n back-to-back calls, the fastest of rounds (as timeit does); sync: the final
     synchronize counts (wall time), else only the enqueue."""

@@ -18,7 +18,7 @@ import aiter_lite  # noqa: F401  before bench/common.py (see conv_bwd_seq_idx_ab
 import aiter_lite.ops._conv_autograd  # noqa: E402,F401  registers torch.ops.aiter_lite.causal_conv1d_bwd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
-from common import DTYPES, graph_time_us  # noqa: E402
+from common import DTYPES, graph_time_us, same_bytes_copy_us  # noqa: E402
 
 # (dtype, B, D, L, W)
 SHAPES = [("bf16", 8, 5120, 2047, 4), ("bf16", 8, 5120, 2048, 4), ("fp16", 4, 4096, 4095, 4),
@@ -46,15 +46,13 @@ def main():
         w, b = torch.randn(D, W, device="cuda") * 0.5, torch.randn(D, device="cuda")
         t = graph_time_us(lambda: bwd(x, w, b, dout, None, None, None, True, True, True, True, False, False),
                           args.reps)
-        src = torch.empty(x.numel() * x.element_size() * 3 // 8, device="cuda").normal_()
-        dst = torch.empty_like(src)
-        t_copy = graph_time_us(lambda: dst.copy_(src), args.reps)
+        t_copy = same_bytes_copy_us(3 * x.numel() * x.element_size(), args.reps)  # x, dout read; dx written
         cells = [f"{t:.1f} ({t_copy / t:.2f})", "–", "–"]
         if dao is not None and 2 <= W <= 4:  # causal-conv1d takes widths 2-4
             td = graph_time_us(lambda: dao(x, w, b, dout, None, None, None, None, False, True), args.reps)
             cells[1:] = [f"{td:.1f} ({t_copy / td:.2f})", f"{td / t:.2f}×"]
         print(f"| {args.label} | {dt} | {B}×{D}×{L}, {W} | {t_copy:.1f} | " + " | ".join(cells) + " |", flush=True)
-        del x, dout, src, dst
+        del x, dout
 
 
 if __name__ == "__main__":

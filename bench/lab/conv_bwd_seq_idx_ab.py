@@ -21,7 +21,7 @@ import aiter_lite  # noqa: F401  before bench/common.py, which puts this script'
 import aiter_lite.ops._conv_autograd  # noqa: E402,F401  registers torch.ops.aiter_lite.causal_conv1d_bwd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
-from common import DTYPES, graph_time_us  # noqa: E402
+from common import DTYPES, graph_time_us, same_bytes_copy_us  # noqa: E402
 
 # (dtype, B, D, L, W, sequences per row, leading padding): issue 20's packed rows, the ANCHORS.md shapes with 4
 # runs per row, odd L and widths 2-3.
@@ -79,9 +79,7 @@ def main():
 
         times = [graph_time_us(call(None, False), args.reps), graph_time_us(call(sid, False), args.reps),
                  graph_time_us(call(sid, True), args.reps)]
-        src = torch.empty(x.numel() * x.element_size() * 3 // 8, device="cuda").normal_()
-        dst = torch.empty_like(src)
-        t_copy = graph_time_us(lambda: dst.copy_(src), args.reps)
+        t_copy = same_bytes_copy_us(3 * x.numel() * x.element_size(), args.reps)  # x, dout read; dx written
         cells = [f"{t:.1f} ({t_copy / t:.2f})" for t in times] + [f"{times[1] / times[0]:.2f}×", "–", "–", "–"]
         if dao is not None:
             td = [graph_time_us(lambda s=s: dao(x, w, b, dout, s, None, None, None, False, True), args.reps)
@@ -91,7 +89,7 @@ def main():
                          f"{td[1] / times[1]:.2f}×" if args.layout == "channel_last" else "–"]
         print(f"| {args.label} | {dt} | {B}×{D}×{L}, {W}, {n_seq}{' +pad' if pad else ''} | {t_copy:.1f} | "
               + " | ".join(cells) + " |", flush=True)
-        del x, dout, src, dst
+        del x, dout
 
 
 if __name__ == "__main__":
