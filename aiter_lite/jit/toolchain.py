@@ -224,6 +224,13 @@ def hip_offload_flags(archs: tuple[str, ...]) -> list[str]:
 # Host facts that go into the cache key
 
 
+# sysconfig fills its config vars lazily, and on CPython 3.11 a thread that reads them while another fills them can
+# see them half filled (EXT_SUFFIX None): the CLI's parallel prebuild once keyed a module with "cpython-311 None"
+# and the next process's op call built it again. Filled here, at import (under the import lock, before any of our
+# threads; 0.6 ms), they are only read afterwards.
+sysconfig.get_config_vars()
+
+
 def python_includes() -> list[str]:
     import pybind11
 
