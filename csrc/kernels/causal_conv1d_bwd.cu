@@ -111,11 +111,13 @@ __global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dx_kernel(const B
                        static_cast<int64_t>(gridDim.x) * blockDim.x);
 }
 
-// dweight[d, j] (j == W: dbias[d]) by the whole block: sums over (b, t) in a fixed order, written directly.
+// Entry e = d * (W + 1) + j of dweight (j < W) or dbias (j == W) by the whole block: sums over (b, t) in a fixed
+// order, written directly.
 template <typename T>
-__device__ void naive_dw_entry(const BwdNaiveArgs& a, int64_t d, int64_t j) {
+__device__ void naive_dw_entry(const BwdNaiveArgs& a, int64_t e) {
   const CausalConv1dBwdParams& p = a.p;
   const int64_t H = p.width - 1, L = p.seqlen;
+  const int64_t d = e / (p.width + 1), j = e - d * (p.width + 1);
   float s = 0.f;
   for (int64_t idx = threadIdx.x; idx < p.batch * L; idx += blockDim.x) {
     const int64_t b = idx / L, t = idx - b * L;
@@ -146,8 +148,7 @@ __device__ void naive_dw_entry(const BwdNaiveArgs& a, int64_t d, int64_t j) {
 // One block per entry.
 template <typename T>
 __global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dw_kernel(const BwdNaiveArgs a) {
-  const int64_t d = static_cast<int64_t>(blockIdx.x) / (a.p.width + 1);
-  naive_dw_entry<T>(a, d, static_cast<int64_t>(blockIdx.x) - d * (a.p.width + 1));
+  naive_dw_entry<T>(a, blockIdx.x);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -174,8 +175,7 @@ __global__ void __launch_bounds__(kReduceCols* kReduceRows)
       naive_dx_elements<T>(fallback, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
                            static_cast<int64_t>(gridDim.x) * blockDim.x);
       if (dweight != nullptr || dbias != nullptr)
-        for (int64_t e = blockIdx.x; e < cols; e += gridDim.x)
-          naive_dw_entry<T>(fallback, e / (width + 1), e % (width + 1));
+        for (int64_t e = blockIdx.x; e < cols; e += gridDim.x) naive_dw_entry<T>(fallback, e);
       return;
     }
   }
