@@ -6,9 +6,7 @@
 # padding tests. Summary last; logs under $OUT.
 source bench/lab/lab_steps.sh
 NEW=$PWD OLD=/tmp/old_tree
-( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
-build_trees "$NEW" "$OLD"
-wait
+peers_and_trees "$NEW" "$OLD"
 ROUNDS=1 ab_rounds conv_bwd_seq_idx_ab.py 90
 for v in old new; do
   T=$([ $v = old ] && echo "$OLD" || echo "$NEW")

@@ -6,9 +6,7 @@
 # Logs under $OUT; summary last.
 source bench/lab/lab_steps.sh
 NEW=$PWD OLD=/tmp/old_tree
-( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
-build_trees "$NEW" "$OLD"
-wait
+peers_and_trees "$NEW" "$OLD"
 ab_rounds conv_bwd_seq_idx_ab.py 120
 M=gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,dram__bytes.sum
 M=$M,launch__registers_per_thread,launch__occupancy_limit_registers,smsp__issue_active.avg.pct_of_peak_sustained_active

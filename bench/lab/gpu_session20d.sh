@@ -5,9 +5,7 @@
 # test file, memcheck on the seq_idx rows tests (odd L included). Summary last; logs under $OUT.
 source bench/lab/lab_steps.sh
 NEW=$PWD OLD=/tmp/old_tree
-( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
-build_trees "$NEW" "$OLD"
-wait
+peers_and_trees "$NEW" "$OLD"
 ROUNDS=1 ab_rounds conv_bwd_seq_idx_ab.py 120
 export PYTHONPATH=$NEW:/tmp/peers/site AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
 gpu_checks "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_conv_shards.py tests/test_gpu_peer_suite.py" \

@@ -26,6 +26,14 @@ build_trees() {
   for f in "$L"/build_new.txt "$L"/build_old.txt; do echo "$(basename "$f"): $(tail -n 2 "$f" | tr '\n' ' ')"; done
 }
 
+# peers_and_trees NEW OLD: the peers (bench/peer_cache.py: causal-conv1d with its backward, fla) unpacked into
+# /tmp/peers (log peers.txt) while build_trees builds NEW and OLD.
+peers_and_trees() {
+  ( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
+  build_trees "$1" "$2"
+  wait
+}
+
 # states_checks TESTS SAN_TESTS RACE_TESTS TEST_S SAN_S RACE_S: the GPU tests of tests/test_gpu_causal_conv1d_states.py
 # selected by TESTS (a pytest -k expression), then compute-sanitizer memcheck on SAN_TESTS and racecheck on
 # RACE_TESTS, one after another (in parallel they ran out of time in session 17), each under its timeout in
