@@ -238,49 +238,62 @@ __device__ __forceinline__ void zero_padding(typename Ktraits::vec_t& gv, uint32
   }
 }
 
+// The per-position pieces of a vector, shared by the plain and the seq_idx forms (xs: x at positions
+// e - kHalo .. e + kNElts - 1; dpw: dpre at positions e .. e + kNElts + kHalo - 1).
+// pre-activation of position i: bias + the taps over xs[i .. i + kHalo].
+template <typename Ktraits>
+__device__ __forceinline__ float pre_at(const float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
+                                        const float (&w)[Ktraits::kWidth], float bias, int i) {
+  float pre = bias;
+#pragma unroll
+  for (int j = 0; j < Ktraits::kWidth; ++j) pre = fmaf(w[j], xs[i + j], pre);
+  return pre;
+}
+
+// dweight/dbias sums of position i: acc[j] += dp * x at tap j, acc[kW] += dp.
+template <typename Ktraits>
+__device__ __forceinline__ void add_sums_at(float (&acc)[Ktraits::kWidth + 1], float dp,
+                                            const float (&xs)[Ktraits::kHalo + Ktraits::kNElts], int i) {
+#pragma unroll
+  for (int j = 0; j < Ktraits::kWidth; ++j) acc[j] = fmaf(dp, xs[i + j], acc[j]);
+  acc[Ktraits::kWidth] += dp;
+}
+
+// dx of position i: the taps over dpw[i .. i + kHalo].
+template <typename Ktraits>
+__device__ __forceinline__ float dx_at(const float (&dpw)[Ktraits::kNElts + Ktraits::kHalo],
+                                       const float (&w)[Ktraits::kWidth], int i) {
+  float acc_x = 0.f;
+#pragma unroll
+  for (int j = 0; j < Ktraits::kWidth; ++j) acc_x = fmaf(w[j], dpw[i + Ktraits::kHalo - j], acc_x);
+  return acc_x;
+}
+
 // dp[i] for the first kCount elements of the vector.
 template <typename Ktraits, int kCount = Ktraits::kNElts>
 __device__ __forceinline__ void dpre_of_vector(float (&dp)[Ktraits::kNElts],
                                                const float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
                                                const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
                                                float bias, bool silu) {
-  constexpr int kHalo = Ktraits::kHalo;
 #pragma unroll
-  for (int i = 0; i < kCount; ++i) {
-    float pre = bias;
-#pragma unroll
-    for (int j = 0; j < Ktraits::kWidth; ++j) pre = fmaf(w[j], xs[i + j], pre);
-    dp[i] = act_grad(pre, to_float(gv.elt[i]), silu);
-  }
+  for (int i = 0; i < kCount; ++i) dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), to_float(gv.elt[i]), silu);
 }
 
-// dweight/dbias sums of a vector: acc[j] += dp[i] * x at tap j, acc[kW] += dp[i].
+// dweight/dbias sums of a vector.
 template <typename Ktraits>
 __device__ __forceinline__ void sums_of_vector(float (&acc)[Ktraits::kWidth + 1], const float (&dp)[Ktraits::kNElts],
                                                const float (&xs)[Ktraits::kHalo + Ktraits::kNElts]) {
-  constexpr int kW = Ktraits::kWidth;
 #pragma unroll
-  for (int i = 0; i < Ktraits::kNElts; ++i) {
-#pragma unroll
-    for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp[i], xs[i + j], acc[j]);
-    acc[kW] += dp[i];
-  }
+  for (int i = 0; i < Ktraits::kNElts; ++i) add_sums_at<Ktraits>(acc, dp[i], xs, i);
 }
 
-// dx of a vector from dpw (dpre at its positions and the kHalo after: dpw[m] is position e + m).
+// dx of a vector from dpw.
 template <typename Ktraits>
 __device__ __forceinline__ void dx_of_vector(float (&g)[Ktraits::kNElts],
                                              const float (&dpw)[Ktraits::kNElts + Ktraits::kHalo],
                                              const float (&w)[Ktraits::kWidth]) {
-  constexpr int kHalo = Ktraits::kHalo;
 #pragma unroll
-  for (int i = 0; i < Ktraits::kNElts; ++i) {
-    float acc_x = 0.f;
-#pragma unroll
-    for (int j = 0; j < Ktraits::kWidth; ++j)
-      acc_x = fmaf(w[j], dpw[i + kHalo - j], acc_x);
-    g[i] = acc_x;
-  }
+  for (int i = 0; i < Ktraits::kNElts; ++i) g[i] = dx_at<Ktraits>(dpw, w, i);
 }
 
 // seq_idx: the taps cut at the sequence starts by zeroing, not masked one by one. A window's values are dropped
@@ -295,7 +308,7 @@ __device__ __forceinline__ void dpre_cut(float (&dp)[Ktraits::kNElts], float (&a
                                          float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
                                          const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
                                          float bias, bool silu, uint32_t starts, uint32_t pads) {
-  constexpr int kHalo = Ktraits::kHalo, kW = Ktraits::kWidth;
+  constexpr int kHalo = Ktraits::kHalo;
   constexpr int kOff = Ktraits::kSeqPad - kHalo;  // window bit of xs[m]: m + kOff
   if (pads != 0u) {
 #pragma unroll
@@ -316,15 +329,8 @@ __device__ __forceinline__ void dpre_cut(float (&dp)[Ktraits::kNElts], float (&a
 #pragma unroll
       for (int m = i; m < i + kHalo; ++m) xs[m] = 0.f;
     }
-    float pre = bias;
-#pragma unroll
-    for (int j = 0; j < kW; ++j) pre = fmaf(w[j], xs[i + j], pre);
-    dp[i] = act_grad(pre, to_float(gv.elt[i]), silu);
-    if constexpr (kSums) {
-#pragma unroll
-      for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp[i], xs[i + j], acc[j]);
-      acc[kW] += dp[i];
-    }
+    dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), to_float(gv.elt[i]), silu);
+    if constexpr (kSums) add_sums_at<Ktraits>(acc, dp[i], xs, i);
   }
 }
 
@@ -337,12 +343,7 @@ __device__ __forceinline__ void dx_cut(float (&g)[Ktraits::kNElts], float (&dpw)
   constexpr int kHalo = Ktraits::kHalo, kNElts = Ktraits::kNElts, kPad = Ktraits::kSeqPad;
 #pragma unroll
   for (int r = kNElts + kHalo - 1; r >= 0; --r) {
-    if (r < kNElts) {  // position r: the starts after it are applied, its own is not (it reads itself)
-      float acc_x = 0.f;
-#pragma unroll
-      for (int j = 0; j < Ktraits::kWidth; ++j) acc_x = fmaf(w[j], dpw[r + kHalo - j], acc_x);
-      g[r] = acc_x;
-    }
+    if (r < kNElts) g[r] = dx_at<Ktraits>(dpw, w, r);  // the starts after r are applied, its own is not
     if (r >= 1 && ((starts >> (r + kPad)) & 1u)) {
 #pragma unroll
       for (int m = r; m < r + kHalo && m < kNElts + kHalo; ++m) dpw[m] = 0.f;
