@@ -30,10 +30,11 @@ _RACE = textwrap.dedent("""
 
 
 def test_python_abi_and_includes_agree_across_threads():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     bad = []
     for _ in range(40):  # a fresh process each: sysconfig not filled yet, as in the CLI
         r = subprocess.run([sys.executable, "-c", _RACE], capture_output=True, text=True, timeout=300, cwd=REPO,
-                           env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])))
+                           env=env)
         assert r.returncode == 0, r.stderr
         if r.stdout.strip() != "[]":
             bad.append(r.stdout.strip())
