@@ -394,3 +394,67 @@ def test_states_on_plain_kernels(dtype, layout, width):
                 assert rel_error(out[..., :head], ref[..., :head]) <= tol
         check_forward(x, weight, None, None, final_states=True)  # final states alone
 
+
+
+def _rows_seq_idx(batch, seqlen, generator):
+    """Packed runs for the rows kernel's seq_idx cut: many runs, a one-token run, a two-token run, padding at a
+    row's start, inside a run (a window reads across it) and inside a 32-position marks word boundary."""
+    ids = packed_seq_idx(batch, seqlen, DEV, 33, generator)
+    ids[0, 700:] += 1
+    ids[0, 701:] += 1  # position 700 alone in its run
+    ids[0, 900:] += 1
+    ids[0, 902:] += 1  # 900, 901: a two-token run
+    ids[0, 300:302] = -1  # padding inside a run
+    ids[0, 30:35] = -1  # across a marks word
+    ids[-1, :17] = -1  # a row that starts with padding
+    return ids
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", range(1, 9))
+@pytest.mark.parametrize("shape", [(2, 24, 2048), (2, 100, 8192)])
+def test_rows_kernel_states_and_seq_idx(dtype, width, shape):
+    """Dense [B, D, L] calls with L a multiple of a 16-byte vector take the rows kernel with its features: initial
+    states under the first vectors' halo, seq_idx cut at the sequence starts through the marks, padding tokens,
+    then the final states. One vector a lane (2 x 24 x 2048) and four (2 x 100 x 8192); outputs poisoned first."""
+    gen = torch.Generator().manual_seed(40 + width)
+    torch.manual_seed(40 + width)
+    batch, dim, seqlen = shape
+    x = make_x(batch, dim, seqlen, dtype, DEV, "contiguous")
+    weight, bias = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)
+    init = make_states(batch, dim, width, dtype, DEV, "contiguous")
+    ids = _rows_seq_idx(batch, seqlen, gen)
+    first_run = ids.clone()
+    first_run[:, :3 * width] = first_run[:, :1]  # the first sequence reads the initial state
+    first_run[-1, :3 * width] = 5 * (batch - 1)
+    for kwargs in ({"initial_states": init, "final_states": False}, {"initial_states": init},
+                   {"seq_idx": ids, "final_states": False}, {"seq_idx": first_run, "initial_states": init},
+                   {"seq_idx": ids, "initial_states": init, "final_states": False}):
+        torch.full((batch * 2, dim, seqlen), float("nan"), dtype=dtype, device=DEV)  # freed: outputs land on NaN
+        check_forward(x, weight, bias, "silu", **kwargs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", [2, 4, 5, 8])
+@pytest.mark.parametrize("shape", [(2, 24, 2048), (2, 100, 8192)])
+def test_rows_kernel_seq_idx_not_non_decreasing(dtype, width, shape):
+    """seq_idx that decreases (0 1 0 ...) reaches the kernels when the op's host check cannot run (graph capture,
+    torch.compile): windows the sequence starts cannot express are computed by the reference's rule (equal ids are
+    one sequence). The launcher, which does not check, against the float64 reference."""
+    from aiter_lite.ops._conv_launch import launch_fwd_states
+    torch.manual_seed(50 + width)
+    batch, dim, seqlen = shape
+    x = make_x(batch, dim, seqlen, dtype, DEV, "contiguous")
+    weight, bias = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)
+    init = make_states(batch, dim, width, dtype, DEV, "contiguous")
+    ids = packed_seq_idx(batch, seqlen, DEV, 9)
+    ids[:, 1000:1400] = torch.randint(-1, 3, (batch, 400), dtype=torch.int32, device=DEV)
+    ids[:, 1:4] = torch.tensor([1, 0, 0], dtype=torch.int32)  # the first run again after another id
+    for states in (None, init):
+        out = torch.full_like(x, float("nan"))
+        fin = torch.full_like(init, float("nan"))
+        launch_fwd_states(out, x, weight, bias, True, 0, initial_states=states, final_states=fin, seq_idx=ids)
+        ref, ref_fin = causal_conv1d_ref(x, weight, bias, "silu", initial_states=states, return_final_states=True,
+                                         seq_idx=ids)
+        assert rel_error(out, ref) <= TOLERANCE[dtype]
+        torch.testing.assert_close(fin.double(), ref_fin, rtol=0, atol=0)

@@ -59,13 +59,16 @@ def launch_fwd_states(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
     states = initial_states if initial_states is not None else final_states
     state_rows, _, state_len = (0, 0, weight.shape[1] - 1) if states is None else states.shape
     seq_strides = (0, 0) if seq_idx is None else seq_idx.stride()
+    workspace = None
+    if seq_idx is not None and x.device.type != "cpu":  # the seq_idx marks of the GPU's rows kernel
+        workspace = torch.empty(batch * ((seqlen + 31) // 32) * 8, dtype=torch.uint8, device=x.device)
     mod.causal_conv1d_fwd_states(
         x.data_ptr(), weight.data_ptr(), _ptr(bias), out.data_ptr(), batch, dim, seqlen, weight.shape[1],
         *x_strides, *weight.stride(), 0 if bias is None else bias.stride(0), *out_strides,
         DTYPE_CODES[x.dtype], DTYPE_CODES[weight.dtype], use_silu, variant,
         _ptr(initial_states), _ptr(final_states), _ptr(seq_idx), _ptr(cu_seqlens), _ptr(state_indices),
         _ptr(has_initial_state), pad_slot_id, state_len, state_rows,
-        *_strides3(initial_states), *_strides3(final_states), *seq_strides, stream)
+        *_strides3(initial_states), *_strides3(final_states), *seq_strides, _ptr(workspace), stream)
 
 
 def launch_bwd(x, weight, bias, dout, initial_states, seq_idx, dfinal_states, use_silu: bool, need_dx: bool,

@@ -93,8 +93,7 @@ void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const
                   const BwdPartials& partials, uint32_t* seq_starts, gpuStream_t stream);
 // seq_idx on the rows path: per-block flags of the marks kernel, set where seq_idx is not non-decreasing (an id
 // recurs across another within the width); when any is set, the reduce kernel recomputes the backward by the
-// reference's rule (causal_conv1d_bwd.cu). At most kSeqMarksBlocks flags.
-constexpr int kSeqMarksBlocks = 1024;
+// reference's rule (causal_conv1d_bwd.cu). At most kSeqMarksBlocks flags (causal_conv1d_seq_marks.cuh).
 struct BwdRecurFlags {
   const uint32_t* words = nullptr;
   int count = 0;

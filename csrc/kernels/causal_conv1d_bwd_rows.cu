@@ -24,9 +24,10 @@
 //      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
 //
-// seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel (seq_marks_kernel)
-// writes two bits per position to the workspace, "a new sequence starts here" and "padding token" (padding is
-// transparent: a window skips it and reads on, as the reference's rule, equal ids are one sequence, does). With the
+// seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel
+// (causal_conv1d_seq_marks.cuh, shared with the forward) writes two bits per position to the workspace, "a new
+// sequence starts here" and "padding token" (padding is transparent: a window skips it and reads on, as the
+// reference's rule, equal ids are one sequence, does). With the
 // other loads, a lane reads the marks of its vectors' windows (two 8-byte words each, shared by every channel of the
 // batch row). Every vector cuts its window at the starts by zeroing (dpre_cut, dx_cut: walking the positions, a start
 // zeroes the kHalo values before it that later positions would read; padding reads as zeros), so the taps themselves
@@ -44,6 +45,7 @@
 #include "causal_conv1d_bwd.h"
 #include "causal_conv1d_common.cuh"
 #include "causal_conv1d_params.h"
+#include "causal_conv1d_seq_marks.cuh"
 #include "dtype_traits.cuh"
 #include "port.h"
 #include "vec.cuh"
@@ -125,7 +127,7 @@ struct BwdRowsArgs {
   BwdPartials partials;
   const int32_t* seq_idx;     // kSeq: [B, L]
   int64_t seq_batch_stride, seq_seq_stride;
-  const uint2* seq_marks;   // kSeq: [B, seq_words] words of 32 positions (seq_marks_kernel)
+  const uint2* seq_marks;   // kSeq: [B, seq_words] words of 32 positions (causal_conv1d_seq_marks.cuh)
   int64_t seq_words;
   int64_t seqlen;
   int32_t row_vecs;         // aligned: L / kNElts; unaligned: ceil(L / kNElts), the last vector partial
@@ -151,80 +153,6 @@ __device__ __forceinline__ void window_from_words(float (&xs)[Ktraits::kHalo + K
   }
 #pragma unroll
   for (int i = 0; i < Ktraits::kNElts; ++i) xs[Ktraits::kHalo + i] = to_float(xv.elt[i]);
-}
-
-// The seq_idx marks of a vector's window, positions e - kSeqPad + m of a row at bit m (m < kSeqLen): sequence
-// starts (bit 0 and the bits past the window clear: no pair of positions inside the window has a start between
-// them there) and padding tokens (every bit; before 0 those of id[0], which the positions before the row carry).
-struct WindowMarks {
-  uint32_t starts, pads;
-};
-
-template <typename Ktraits>
-__device__ __forceinline__ WindowMarks window_marks(const uint2* __restrict__ row_marks, int64_t words, int64_t e) {
-  constexpr int kLen = Ktraits::kSeqLen;
-  static_assert(kLen <= 32 && Ktraits::kSeqPad < 32, "a window's marks span at most two words");
-  const int64_t p0 = e - Ktraits::kSeqPad;
-  const int64_t w0 = p0 >> 5;  // floor: -1 at the row start; past the row in a tile's last vectors
-  const uint2 hi = w0 + 1 < words ? row_marks[w0 + 1] : make_uint2(0u, 0u);
-  const uint2 lo = w0 >= 0 ? (w0 < words ? row_marks[w0] : make_uint2(0u, 0u))
-                           : make_uint2(0u, (hi.y & 1u) != 0u ? ~0u : 0u);
-  const int sh = static_cast<int>(p0 & 31);
-  constexpr uint32_t kAll = kLen < 32 ? (1u << kLen) - 1u : ~0u;
-  auto cut = [&](uint32_t a, uint32_t b) {
-    return static_cast<uint32_t>(((static_cast<uint64_t>(b) << 32) | a) >> sh) & kAll;
-  };
-  return WindowMarks{cut(lo.x, hi.x) & ~1u, cut(lo.y, hi.y)};
-}
-
-// Word (b, k) of the sequence marks, position t = 32 k + i of row b at bit i. Padding tokens (id < 0: their
-// output is a constant 0, so their dout is read as 0) are transparent: a window skips them and reads on, as
-// the reference's rule (equal ids are one sequence) does. .x set where a new sequence starts: t is not padding
-// and the nearest earlier token that is not, within the halo, has another id; .y set where t is padding. Before
-// 0, positions carry id[0]. recur_flags[block]: 1 where the block saw an id recur within the halo across another
-// id (seq_idx not non-decreasing, which the op refuses where it can check; the starts cannot express it, so the
-// reduce kernel then recomputes the whole backward by the reference's rule). One thread a position; each 32
-// lanes gather their bits by shuffles.
-__global__ void __launch_bounds__(256)
-    causal_conv1d_bwd_seq_marks_kernel(const int32_t* __restrict__ seq, int64_t batch_stride, int64_t seq_stride,
-                                       int64_t L, int halo, int64_t words, int64_t n, uint2* __restrict__ out,
-                                       uint32_t* __restrict__ recur_flags) {
-  const int lane = lane_id();
-  bool any_recur = false;
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < n;
-       base += static_cast<int64_t>(gridDim.x) * blockDim.x) {  // n: a multiple of 32, whole words
-    const int64_t idx = base + threadIdx.x, word = idx >> 5;
-    uint32_t start = 0u, pad = 0u;
-    if (idx < n) {
-      const int64_t b = word / words;
-      const int64_t t = (word - b * words) * 32 + (idx & 31);
-      if (t < L) {
-        const int32_t* row = seq + b * batch_stride;
-        const int32_t id = row[t * seq_stride];
-        pad = id < 0 ? 1u : 0u;
-        bool seen = false, crossed = false;  // crossed: a token of another id in (t - j, t)
-#pragma unroll
-        for (int j = 1; j < kMaxTemplateWidth; ++j) {
-          if (j > halo || id < 0) break;
-          const int32_t earlier = row[(t - j > 0 ? t - j : 0) * seq_stride];
-          if (earlier < 0) continue;
-          if (!seen) start = earlier != id ? 1u : 0u;
-          seen = true;
-          any_recur = any_recur || (crossed && earlier == id);
-          crossed = crossed || earlier != id;
-        }
-      }
-    }
-    uint32_t starts = start << (idx & 31), pads = pad << (idx & 31);
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      starts |= warp_shfl(starts, lane ^ off);
-      pads |= warp_shfl(pads, lane ^ off);
-    }
-    if ((idx & 31) == 0 && idx < n) out[word] = make_uint2(starts, pads);
-  }
-  const bool block_recur = __syncthreads_or(any_recur) != 0;
-  if (threadIdx.x == 0) recur_flags[blockIdx.x] = block_recur ? 1u : 0u;
 }
 
 // seq_idx: the vector's dout read as 0 at padding tokens (bits: the window's padding bits).
@@ -296,42 +224,18 @@ __device__ __forceinline__ void dx_of_vector(float (&g)[Ktraits::kNElts],
   for (int i = 0; i < Ktraits::kNElts; ++i) g[i] = dx_at<Ktraits>(dpw, w, i);
 }
 
-// seq_idx: the taps cut at the sequence starts by zeroing, not masked one by one. A window's values are dropped
-// where a start makes them unreachable: walking the vector's positions in order, a start at window position b
-// zeroes the values before b that a later position could still read (the kHalo before it), so each position's
-// taps read its own sequence and zeros; padding tokens read as zeros throughout.
-//
-// dp (the first kCount elements) and, with kSums, the dweight/dbias sums of the vector whose x window is xs
-// (changed: zeroed where cut), starts and pads its window's bits.
+// seq_idx: dp (the first kCount elements) and, with kSums, the dweight/dbias sums of the vector whose x window is xs
+// (changed: zeroed where cut, walk_cut), starts and pads its window's bits.
 template <typename Ktraits, int kCount = Ktraits::kNElts, bool kSums = true>
 __device__ __forceinline__ void dpre_cut(float (&dp)[Ktraits::kNElts], float (&acc)[Ktraits::kWidth + 1],
                                          float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
                                          const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
                                          float bias, bool silu, uint32_t starts, uint32_t pads) {
   constexpr int kHalo = Ktraits::kHalo;
-  constexpr int kOff = Ktraits::kSeqPad - kHalo;  // window bit of xs[m]: m + kOff
-  if (pads != 0u) {
-#pragma unroll
-    for (int m = 0; m < kHalo + Ktraits::kNElts; ++m)
-      if ((pads >> (m + kOff)) & 1u) xs[m] = 0.f;
-  }
-  // starts before the vector (window bits 1 .. kHalo - 1): position b - kHalo cannot read xs[0 .. b - 1]
-#pragma unroll
-  for (int b = 1; b < kHalo; ++b) {
-    if ((starts >> (b + kOff)) & 1u) {
-#pragma unroll
-      for (int m = 0; m < b; ++m) xs[m] = 0.f;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) {
-    if ((starts >> (i + kHalo + kOff)) & 1u) {  // a start at position i: neither it nor later ones read before it
-#pragma unroll
-      for (int m = i; m < i + kHalo; ++m) xs[m] = 0.f;
-    }
+  walk_cut<kHalo, kHalo + Ktraits::kNElts, Ktraits::kSeqPad - kHalo, kCount>(xs, starts, pads, [&](int i) {
     dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), to_float(gv.elt[i]), silu);
     if constexpr (kSums) add_sums_at<Ktraits>(acc, dp[i], xs, i);
-  }
+  });
 }
 
 // dx of a vector from dpw (dpre at its positions and the kHalo after: dpw[m] is position e + m; changed: zeroed
@@ -652,7 +556,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       for (int k = 0; k <= kVecs; ++k) {
         const int64_t e = (static_cast<int64_t>(v0) + k * kWarpSize) * kNElts;
         const WindowMarks m =
-            k < kVecs || has_next ? window_marks<Ktraits>(row_marks, a.seq_words, e) : WindowMarks{0u, 0u};
+            k < kVecs || has_next ? window_marks<Ktraits::kSeqPad, Ktraits::kSeqLen>(row_marks, a.seq_words, e)
+                             : WindowMarks{0u, 0u, 0u};
         starts[k] = m.starts;
         pads[k] = m.pads;
         zero_padding<Ktraits>(k < kVecs ? gv[k] : gn, m.pads);
@@ -858,14 +763,10 @@ int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width,
 
 int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
 
-// The rows path's seq_idx workspace: [B, seq_words] uint2 marks (seq_marks_kernel; 16-byte aligned: it follows the
-// partials, rounded up to 16 bytes), then the marks kernel's kSeqMarksBlocks recur flags.
-int64_t seq_words_of(int64_t L) { return (L + 31) / 32; }
-int64_t seq_workspace_words(int64_t B, int64_t L) { return 2 * B * seq_words_of(L) + kSeqMarksBlocks; }
-uint32_t* recur_flags_of(uint32_t* seq_starts, int64_t B, int64_t L) { return seq_starts + 2 * B * seq_words_of(L); }
-int seq_marks_blocks(int64_t B, int64_t L) {
-  return static_cast<int>(std::min<int64_t>((B * seq_words_of(L) * 32 + 255) / 256, kSeqMarksBlocks));
-}
+// The rows path's seq_idx workspace: [B, seq_marks_words(L)] uint2 marks (causal_conv1d_seq_marks.cuh; 16-byte
+// aligned: it follows the partials, rounded up to 16 bytes), then the marks kernel's kSeqMarksBlocks recur flags.
+int64_t seq_workspace_words(int64_t B, int64_t L) { return 2 * B * seq_marks_words(L) + kSeqMarksBlocks; }
+uint32_t* recur_flags_of(uint32_t* seq_starts, int64_t B, int64_t L) { return seq_starts + 2 * B * seq_marks_words(L); }
 
 template <typename T, int kW, int kVecs, bool kShifted, bool kSeq>
 void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const BwdPartials& partials,
@@ -882,7 +783,7 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.seq_batch_stride = p.seq_idx_batch_stride;
   a.seq_seq_stride = p.seq_idx_seq_stride;
   a.seq_marks = reinterpret_cast<const uint2*>(seq_starts);
-  a.seq_words = seq_words_of(p.seqlen);
+  a.seq_words = seq_marks_words(p.seqlen);
   a.seqlen = p.seqlen;
   a.row_vecs = static_cast<int32_t>(row_vecs_of(p.seqlen, Ktraits::kNElts, Ktraits::kUnaligned));
   a.lead = static_cast<int32_t>(lead_of(p));
@@ -994,13 +895,10 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
 
 void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
                   const BwdPartials& partials, uint32_t* seq_starts, gpuStream_t stream) {
-  if (plan.seq) {
-    const int64_t words = seq_words_of(p.seqlen), n = p.batch * words * 32;  // a thread per position
-    causal_conv1d_bwd_seq_marks_kernel<<<static_cast<unsigned>(seq_marks_blocks(p.batch, p.seqlen)), 256, 0, stream>>>(
-        p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.seqlen, static_cast<int>(p.width - 1), words, n,
-        reinterpret_cast<uint2*>(seq_starts), recur_flags_of(seq_starts, p.batch, p.seqlen));
-    AITER_LITE_LAUNCH_CHECK();
-  }
+  if (plan.seq)
+    seq_marks_run(p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.batch, p.seqlen,
+                  static_cast<int>(p.width - 1), reinterpret_cast<uint2*>(seq_starts),
+                  recur_flags_of(seq_starts, p.batch, p.seqlen), stream);
   with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
     bwd_rows_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, partials, seq_starts, stream);
   });

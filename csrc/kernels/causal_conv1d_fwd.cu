@@ -825,6 +825,13 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
       throw std::invalid_argument("aiter_lite causal_conv1d_fwd: state_len must be >= width - 1");
     const WeightArgs w = make_weight_args(p.weight, p.bias, p.width, p.w_dim_stride, p.w_width_stride,
                                           p.bias_stride, p.w_dtype);
+    // Dense rows (initial and final states, seq_idx): the rows kernel with its features.
+    const FwdRowsPlan rows = fwd_rows_features_plan(p);
+    if (rows.vecs_per_lane > 0) {
+      fwd_rows_features_run(p, rows, w, stream);
+      if (p.final_states != nullptr && !rows.fuse_final) fwd_features_run(p, w, stream, 0);
+      return;
+    }
     const FwdDenseFeaturesPlan dense = fwd_dense_features_plan(p);
     if (dense.takes) return fwd_dense_features_run(p, dense, w, stream);
     if (!fwd_states_split(p)) return fwd_features_run(p, w, stream);

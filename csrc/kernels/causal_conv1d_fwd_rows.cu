@@ -15,11 +15,23 @@
 //     channel of a tile three instructions each instead of a 64-bit multiply-high sequence.
 // kVecs (1 or 4 vectors per lane) trades weight-load amortisation against parallelism for small
 // problems; see fwd_rows_plan.
+//
+// Features (kFeatures; fwd_rows_features_plan): initial states, read by the lanes whose first vector's halo reaches
+// before the row start, and seq_idx through the marks (causal_conv1d_seq_marks.cuh, written by a small kernel
+// first): a lane reads its vectors' window marks (two 8-byte words, shared by every channel of the batch row) with
+// the other loads and cuts each window at its sequence starts by zeroing (walk_cut); padding tokens output 0. A window
+// that meets an id again across another (seq_idx that decreases, unchecked under graph capture) is computed by the
+// reference's rule, output by output. The lane holding a row's last vector writes its final state, unless the final
+// states may alias the initial ones (a pool updated in place: every read of an initial state must come first, which
+// only a second launch orders; fwd_features_run).
 #include <cstdint>
+#include <type_traits>
 
 #include "causal_conv1d_common.cuh"
+#include "causal_conv1d_fwd_features.h"
 #include "causal_conv1d_fwd_rows.h"
 #include "causal_conv1d_params.h"
+#include "causal_conv1d_seq_marks.cuh"
 #include "dtype_traits.cuh"
 #include "port.h"
 #include "vec.cuh"
@@ -27,29 +39,6 @@
 namespace aiter_lite {
 namespace conv1d {
 namespace {
-
-template <typename T_, int kWidth_, int kVecs_>
-struct FwdRowsTraits {
-  using T = T_;
-  static constexpr int kWidth = kWidth_;
-  static constexpr int kHalo = kWidth - 1;
-  static constexpr int kThreads = 128;
-  // Blocks per SM: 8 (<= 64 registers) keeps enough loads in flight; 16-bit 4-vector tiles of width
-  // <= 6 fit 40 registers without spilling, and 12 blocks (48 warps) of them moved 8x5120x2048 fp16
-  // from 0.952 to 0.963 of the copy ceiling on an H100 (do_bench A/B, 7 rounds).
-  static constexpr int kMinBlocks = (kVecs_ == 4 && sizeof(T_) == 2 && kWidth_ <= 6) ? 12 : 8;
-  static constexpr int kWarps = kThreads / kWarpSize;
-  static constexpr int kNElts = kVecElts<T>;
-  static constexpr int kVecs = kVecs_;
-  static constexpr int kTileVecs = kWarpSize * kVecs;
-  static constexpr int kEltsPerWord = 4 / static_cast<int>(sizeof(T));
-  // 32-bit words just before a vector that hold its halo.
-  static constexpr int kHaloWords = (kHalo + kEltsPerWord - 1) / kEltsPerWord;
-  static constexpr int kHaloWordsAlloc = kHaloWords > 0 ? kHaloWords : 1;
-  using vec_t = Vec<T, kNElts>;
-  static_assert(sizeof(vec_t) == 16, "rows kernel moves 16-byte vectors");
-  static_assert((kHaloWords + 3) / 4 < kWarpSize, "halo must come from earlier lanes");
-};
 
 struct FwdRowsArgs {
   const void* x;
@@ -62,9 +51,107 @@ struct FwdRowsArgs {
   bool silu;
 };
 
+// kFeatures: initial states ([B, D, state_len], any strides; nullptr: zeros), seq_idx and its marks (nullptr: none).
+// The plain kernels take FwdRowsArgs alone.
+struct FwdRowsFeatureArgs : FwdRowsArgs {
+  const void* init;
+  int64_t init_batch_stride, init_dim_stride, init_seq_stride, state_len;
+  const int32_t* seq_idx;
+  int64_t seq_batch_stride, seq_seq_stride;
+  const uint2* seq_marks;  // [B, seq_words]
+  int64_t seq_words;
+  // Final states written by the lane holding a row's last vector ([B, D, state_len], any strides), or nullptr: a
+  // second launch writes them (fwd_rows_fuses_final).
+  void* final_states;
+  int64_t final_batch_stride, final_dim_stride, final_seq_stride;
+};
+
+template <typename T_, int kWidth_, int kVecs_, bool kFeatures_ = false>
+struct FwdRowsTraits {
+  using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr int kHalo = kWidth - 1;
+  static constexpr int kThreads = 128;
+  // Blocks per SM: 8 (<= 64 registers) keeps enough loads in flight; 16-bit 4-vector tiles of width
+  // <= 6 fit 40 registers without spilling, and 12 blocks (48 warps) of them moved 8x5120x2048 fp16
+  // from 0.952 to 0.963 of the copy ceiling on an H100 (do_bench A/B, 7 rounds).
+  // Features: 8 blocks at 64 registers, 6 for the wide kernel with 4 vectors (64 spilled 128-152 bytes).
+  static constexpr int kMinBlocks = kFeatures_ ? (kVecs_ == 4 && kWidth_ > 4 ? 6 : 8)
+                                    : (kVecs_ == 4 && sizeof(T_) == 2 && kWidth_ <= 6) ? 12 : 8;
+  static constexpr bool kFeatures = kFeatures_;
+  // seq_idx marks of a vector's window: kSeqPad positions before it (at least one: bit 0 never holds a start)
+  static constexpr int kSeqPad = kWidth_ > 1 ? kWidth_ - 1 : 1;
+  static constexpr int kSeqLen = kVecElts<T_> + kSeqPad;
+  static constexpr int kWarps = kThreads / kWarpSize;
+  static constexpr int kNElts = kVecElts<T>;
+  static constexpr int kVecs = kVecs_;
+  static constexpr int kTileVecs = kWarpSize * kVecs;
+  static constexpr int kEltsPerWord = 4 / static_cast<int>(sizeof(T));
+  // 32-bit words just before a vector that hold its halo.
+  static constexpr int kHaloWords = (kHalo + kEltsPerWord - 1) / kEltsPerWord;
+  static constexpr int kHaloWordsAlloc = kHaloWords > 0 ? kHaloWords : 1;
+  using vec_t = Vec<T, kNElts>;
+  using Args = std::conditional_t<kFeatures_, FwdRowsFeatureArgs, FwdRowsArgs>;
+  static_assert(sizeof(vec_t) == 16, "rows kernel moves 16-byte vectors");
+  static_assert((kHaloWords + 3) / 4 < kWarpSize, "halo must come from earlier lanes");
+};
+
+// x at position pos (< 0: the initial state, or 0) as fp32.
+template <typename T>
+__device__ __forceinline__ float x_or_init(const FwdRowsFeatureArgs& a, const T* xr, uint32_t b, uint32_t d,
+                                           int64_t pos) {
+  if (pos >= 0) return to_float(xr[pos]);
+  if (a.init == nullptr) return 0.f;
+  return to_float(static_cast<const T*>(a.init)[b * a.init_batch_stride + d * a.init_dim_stride +
+                                                 (a.state_len + pos) * a.init_seq_stride]);
+}
+
+// Row (b, d)'s final state: the last state_len positions of cat(initial state or zeros, x); with seq_idx those of the
+// row's last sequence (a position counts when its id equals position L-1's; before 0 positions carry id[0]).
+template <typename T>
+__device__ __forceinline__ void write_final_state(const FwdRowsFeatureArgs& a, const T* xr, uint32_t b, uint32_t d) {
+  const int64_t L = a.seqlen;
+  const int32_t* ids = a.seq_marks != nullptr ? a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride : nullptr;
+  const int32_t last = ids != nullptr ? ids[(L - 1) * a.seq_seq_stride] : 0;
+  T* fr = static_cast<T*>(a.final_states) + b * a.final_batch_stride + d * a.final_dim_stride;
+#pragma unroll 1
+  for (int64_t k = 0; k < a.state_len; ++k) {
+    const int64_t pos = L - a.state_len + k;
+    T v = from_float<T>(0.f);
+    if (ids == nullptr || ids[(pos > 0 ? pos : 0) * a.seq_seq_stride] == last)
+      v = pos >= 0 ? xr[pos] : from_float<T>(x_or_init<T>(a, xr, b, d, pos));  // an initial state: exact
+    fr[k * a.final_seq_stride] = v;
+  }
+}
+
+// The outputs at positions e .. e + kNElts - 1 by the reference's rule (a tap reads a position when its id equals
+// its output's; before 0 positions carry id[0]), stored straight to orow: windows the cut cannot express. Rare: rolled
+// over the outputs, and called after a tile's vectors (as a call inside their loop, or not inlined, it made ptxas
+// spill 100-300 bytes of the fast path at 64 registers).
+template <typename Ktraits>
+__device__ __forceinline__ void outputs_by_rule(const FwdRowsFeatureArgs& a, const typename Ktraits::T* xr,
+                                                typename Ktraits::T* orow, const int32_t* ids, uint32_t b, uint32_t d,
+                                                int64_t e, const float (&w)[Ktraits::kWidth], float bias, int lead) {
+  using T = typename Ktraits::T;
+  constexpr int kHalo = Ktraits::kHalo;
+  const int64_t ss = a.seq_seq_stride;
+#pragma unroll 1
+  for (int i = 0; i < Ktraits::kNElts; ++i) {
+    const int64_t t = e + i;
+    const int32_t id = ids[t * ss];
+    float acc = bias;
+#pragma unroll
+    for (int j = 0; j < Ktraits::kWidth; ++j) {
+      const int64_t pos = t - kHalo + j;
+      if (j >= lead && ids[(pos > 0 ? pos : 0) * ss] == id) acc = fmaf(w[j], x_or_init<T>(a, xr, b, d, pos), acc);
+    }
+    orow[t] = from_float<T>(id < 0 ? 0.f : activate(acc, a.silu));
+  }
+}
+
 template <typename Ktraits>
 __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
-    causal_conv1d_fwd_rows_kernel(const FwdRowsArgs a) {
+    causal_conv1d_fwd_rows_kernel(const typename Ktraits::Args a) {
   using T = typename Ktraits::T;
   using vec_t = typename Ktraits::vec_t;
   constexpr int kW = Ktraits::kWidth;
@@ -75,18 +162,30 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   constexpr int kHaloWordsAlloc = Ktraits::kHaloWordsAlloc;
   constexpr int kEltsPerWord = Ktraits::kEltsPerWord;
 
+  constexpr bool kFeatures = Ktraits::kFeatures;
+  constexpr int kSeqPad = Ktraits::kSeqPad;
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  bool seq = false;  // uniform
+  if constexpr (kFeatures) seq = a.seq_marks != nullptr;
 
   // tile + stride stays below 2^32: both terms are below 2^31.
   for (uint32_t tile = blockIdx.x * Ktraits::kWarps + warp; tile < a.n_tiles; tile += gridDim.x * Ktraits::kWarps) {
     uint32_t seg;
     const uint32_t row = a.div_tiles_per_row.divmod(seg, tile);
-    const uint32_t d = a.div_dim.mod(row);
+    uint32_t d, b = 0;
+    if constexpr (kFeatures) b = a.div_dim.divmod(d, row);
+    else d = a.div_dim.mod(row);
     const T* __restrict__ xr = static_cast<const T*>(a.x) + static_cast<int64_t>(row) * a.seqlen;
     T* __restrict__ orow = static_cast<T*>(a.out) + static_cast<int64_t>(row) * a.seqlen;
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
     const int v0 = static_cast<int>(seg) * Ktraits::kTileVecs + lane;  // this lane's first vector
+    if constexpr (kFeatures) {
+      // The final state, by the lane that holds the row's last vector, before the tile's loads (where little is live).
+      const int last = a.row_vecs - 1 - v0;
+      if (a.final_states != nullptr && last >= 0 && last % kWarpSize == 0 && last / kWarpSize < kVecs)
+        write_final_state<T>(a, xr, b, d);
+    }
 
     // Every load of the tile is independent of the others: issue them all before any use. x and its
     // halo go first: the weight loads sit behind a branch on the weight dtype and convert to fp32
@@ -105,6 +204,26 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     for (int h = 1; h <= kHaloWords; ++h) {
       const int wi = v0 * 4 - h;
       first_halo[h - 1] = (lane < (h + 3) / 4 && wi >= 0) ? xr_words[wi] : 0u;
+    }
+    // Features: the initial state under the first vector's halo where it reaches before the row start (lane 0;
+    // lane 1 too for fp32 at W >= 6), and the window marks of every vector.
+    const int64_t e0 = static_cast<int64_t>(v0) * kNElts;
+    float init_x[kHalo > 0 ? kHalo : 1];
+    const bool near_start = kFeatures && e0 < kHalo;
+    if constexpr (kFeatures) {
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i)
+        init_x[i] = near_start && e0 - kHalo + i < 0 ? x_or_init<T>(a, xr, b, d, e0 - kHalo + i) : 0.f;
+    }
+    WindowMarks marks[kVecs];
+    if constexpr (kFeatures) {
+      if (seq) {
+        const uint2* __restrict__ row_marks = a.seq_marks + static_cast<int64_t>(b) * a.seq_words;
+#pragma unroll
+        for (int k = 0; k < kVecs; ++k)
+          marks[k] = window_marks<kSeqPad, Ktraits::kSeqLen>(row_marks, a.seq_words,
+                                                              e0 + int64_t{k} * kWarpSize * kNElts);
+      }
     }
     float w[1][kW];
     float bias[1];
@@ -131,25 +250,59 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
 #pragma unroll
       for (int i = 0; i < kNElts; ++i) xs[kHalo + i] = to_float(xv[k].elt[i]);
-      vec_t yv;
+      if (k == 0 && near_start) {
 #pragma unroll
-      for (int i = 0; i < kNElts; ++i) {
+        for (int i = 0; i < kHalo; ++i)
+          if (e0 - kHalo + i < 0) xs[i] = init_x[i];
+      }
+      vec_t yv;
+      auto output_at = [&](int i) {
         float acc = bias[0];
 #pragma unroll
         for (int j = 0; j < kW; ++j)
           if (j >= lead) acc = fmaf(w[0][j], xs[i + j], acc);
         yv.elt[i] = from_float<T>(activate(acc, a.silu));
-      }
+      };
       const int v = v0 + k * kWarpSize;
-      if (v < a.row_vecs) yv.store(orow + static_cast<int64_t>(v) * kNElts);
+      bool store = v < a.row_vecs;
+      if (seq && store) {  // kFeatures only
+        const WindowMarks& m = marks[k];
+        if (m.recur != 0u) {
+          store = false;  // after the loop, where little is live across the call
+        } else {
+          walk_cut<kHalo, kHalo + kNElts, kSeqPad - kHalo, kNElts>(xs, m.starts, m.pads, output_at);
+          const uint32_t own_pads = (m.pads >> kSeqPad) & ((1u << kNElts) - 1u);
+          if (own_pads != 0u) {
+#pragma unroll
+            for (int i = 0; i < kNElts; ++i)
+              if ((own_pads >> i) & 1u) yv.elt[i] = from_float<T>(0.f);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i) output_at(i);
+      }
+      if (store) yv.store(orow + static_cast<int64_t>(v) * kNElts);
+    }
+    if constexpr (kFeatures) {
+      if (seq) {
+#pragma unroll
+        for (int k = 0; k < kVecs; ++k) {
+          const int v = v0 + k * kWarpSize;
+          if (marks[k].recur != 0u && v < a.row_vecs)
+            outputs_by_rule<Ktraits>(a, xr, orow, a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride, b, d,
+                                     static_cast<int64_t>(v) * kNElts, w[0], bias[0], lead);
+        }
+      }
     }
   }
 }
 
-template <typename T, int kW, int kVecs>
-void fwd_rows_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream) {
-  using Ktraits = FwdRowsTraits<T, kW, kVecs>;
-  FwdRowsArgs a{};
+template <typename T, int kW, int kVecs, bool kFeatures>
+void fwd_rows_launch(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w,
+                     gpuStream_t stream) {
+  using Ktraits = FwdRowsTraits<T, kW, kVecs, kFeatures>;
+  typename Ktraits::Args a{};
   a.x = p.x;
   a.out = p.out;
   a.w = w;
@@ -161,9 +314,46 @@ void fwd_rows_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStr
   a.div_tiles_per_row = FastDivmod32(tiles_per_row);
   a.div_dim = FastDivmod32(p.dim);
   a.silu = p.silu;
+  if constexpr (kFeatures) {
+    a.init = p.initial_states;
+    a.init_batch_stride = p.init_batch_stride;
+    a.init_dim_stride = p.init_dim_stride;
+    a.init_seq_stride = p.init_seq_stride;
+    a.state_len = p.state_len;
+    if (p.seq_idx != nullptr) {
+      a.seq_idx = p.seq_idx;
+      a.seq_batch_stride = p.seq_idx_batch_stride;
+      a.seq_seq_stride = p.seq_idx_seq_stride;
+      a.seq_marks = static_cast<const uint2*>(p.workspace);
+      a.seq_words = seq_marks_words(p.seqlen);
+    }
+    if (plan.fuse_final) {
+      a.final_states = p.final_states;
+      a.final_batch_stride = p.final_batch_stride;
+      a.final_dim_stride = p.final_dim_stride;
+      a.final_seq_stride = p.final_seq_stride;
+    }
+  }
   const int64_t blocks = (n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps;
   causal_conv1d_fwd_rows_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
   AITER_LITE_LAUNCH_CHECK();
+}
+
+template <bool kFeatures>
+void fwd_rows_dispatch(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w,
+                       gpuStream_t stream) {
+  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
+    // Widths 5..8: one runtime-width kernel per dtype and vector count (kWideWidth).
+    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
+      const WeightArgs wk = weight_args_for<kW>(w, p.width);
+      if (plan.vecs_per_lane == 4) fwd_rows_launch<scalar_t, kW, 4, kFeatures>(p, plan, wk, stream);
+      else fwd_rows_launch<scalar_t, kW, 1, kFeatures>(p, plan, wk, stream);
+    });
+  });
+}
+
+bool dense_aligned_rows(const void* ptr, int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
+  return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L) && is_aligned(ptr, 16);
 }
 
 }  // namespace
@@ -192,14 +382,27 @@ FwdRowsPlan fwd_rows_plan(const CausalConv1dFwdParams& p) {
 }
 
 void fwd_rows_run(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w, gpuStream_t stream) {
-  AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    // Widths 5..8: one runtime-width kernel per dtype and vector count (kWideWidth).
-    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
-      const WeightArgs wk = weight_args_for<kW>(w, p.width);
-      if (plan.vecs_per_lane == 4) fwd_rows_launch<scalar_t, kW, 4>(p, wk, stream);
-      else fwd_rows_launch<scalar_t, kW, 1>(p, wk, stream);
-    });
-  });
+  fwd_rows_dispatch<false>(p, plan, w, stream);
+}
+
+FwdRowsPlan fwd_rows_features_plan(const CausalConv1dFwdParams& p) {
+  const int64_t B = p.batch, D = p.dim, L = p.seqlen;
+  const bool takes = p.cu_seqlens == nullptr && p.state_indices == nullptr && p.has_initial_state == nullptr &&
+                     (p.seq_idx == nullptr || p.workspace != nullptr) && p.width <= kMaxTemplateWidth &&
+                     dense_aligned_rows(p.x, p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
+                     dense_aligned_rows(p.out, p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, D, L);
+  if (!takes) return FwdRowsPlan{};
+  FwdRowsPlan plan = fwd_rows_plan(p);
+  plan.fuse_final = p.final_states != nullptr && !fwd_final_may_alias_init(p);
+  return plan;
+}
+
+void fwd_rows_features_run(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w,
+                           gpuStream_t stream) {
+  if (p.seq_idx != nullptr)
+    seq_marks_run(p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.batch, p.seqlen,
+                  static_cast<int>(p.width - 1), static_cast<uint2*>(p.workspace), nullptr, stream);
+  fwd_rows_dispatch<true>(p, plan, w, stream);
 }
 
 }  // namespace conv1d

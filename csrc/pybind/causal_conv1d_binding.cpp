@@ -74,7 +74,7 @@ void fwd_states(uintptr_t x, uintptr_t weight, uintptr_t bias, uintptr_t out,
                 int64_t state_len, int64_t state_rows,
                 int64_t init_batch_stride, int64_t init_dim_stride, int64_t init_seq_stride,
                 int64_t final_batch_stride, int64_t final_dim_stride, int64_t final_seq_stride,
-                int64_t seq_idx_batch_stride, int64_t seq_idx_seq_stride, uintptr_t stream) {
+                int64_t seq_idx_batch_stride, int64_t seq_idx_seq_stride, uintptr_t workspace, uintptr_t stream) {
   CausalConv1dFwdParams p = fwd_params(x, weight, bias, out, batch, dim, seqlen, width, x_batch_stride,
                                        x_dim_stride, x_seq_stride, w_dim_stride, w_width_stride, bias_stride,
                                        out_batch_stride, out_dim_stride, out_seq_stride, x_dtype, w_dtype, silu,
@@ -91,6 +91,7 @@ void fwd_states(uintptr_t x, uintptr_t weight, uintptr_t bias, uintptr_t out,
   p.final_batch_stride = final_batch_stride; p.final_dim_stride = final_dim_stride;
   p.final_seq_stride = final_seq_stride;
   p.seq_idx_batch_stride = seq_idx_batch_stride; p.seq_idx_seq_stride = seq_idx_seq_stride;
+  p.workspace = ptr<void>(workspace);
   py::gil_scoped_release release;
   aiter_lite::causal_conv1d_fwd(p, ptr<void>(stream));
 }
