@@ -60,8 +60,8 @@ def launch_fwd_states(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
     state_rows, _, state_len = (0, 0, weight.shape[1] - 1) if states is None else states.shape
     seq_strides = (0, 0) if seq_idx is None else seq_idx.stride()
     workspace = None
-    if seq_idx is not None and x.device.type != "cpu":  # the seq_idx marks of the GPU's rows kernel
-        workspace = torch.empty(batch * ((seqlen + 31) // 32) * 8, dtype=torch.uint8, device=x.device)
+    if seq_idx is not None and x.device.type != "cpu":  # the seq_idx marks of the GPU's rows kernel (and 2 guards a row)
+        workspace = torch.empty(batch * ((seqlen + 31) // 32 + 2) * 8, dtype=torch.uint8, device=x.device)
     mod.causal_conv1d_fwd_states(
         x.data_ptr(), weight.data_ptr(), _ptr(bias), out.data_ptr(), batch, dim, seqlen, weight.shape[1],
         *x_strides, *weight.stride(), 0 if bias is None else bias.stride(0), *out_strides,

@@ -74,8 +74,10 @@ struct CausalConv1dFwdParams {
 };
 
 // Bytes of CausalConv1dFwdParams::workspace a GPU call with seq_idx can use: two 32-bit words per 32 positions of
-// every row.
-inline int64_t fwd_seq_idx_workspace_bytes(int64_t batch, int64_t seqlen) { return batch * ((seqlen + 31) / 32) * 8; }
+// every row and two guard words a row (seq_marks_stride; aiter_lite/ops/_conv_launch.py computes the same).
+inline int64_t fwd_seq_idx_workspace_bytes(int64_t batch, int64_t seqlen) {
+  return batch * ((seqlen + 31) / 32 + 2) * 8;
+}
 
 // Backward of the forward above (without varlen mode and state_indices): given dout, computes
 //   dx (x's dtype), dweight ([dim, width], fp32, contiguous, overwritten), dbias ([dim], fp32, overwritten),

@@ -127,7 +127,7 @@ struct BwdRowsArgs {
   BwdPartials partials;
   const int32_t* seq_idx;     // kSeq: [B, L]
   int64_t seq_batch_stride, seq_seq_stride;
-  const uint2* seq_marks;   // kSeq: [B, seq_words] words of 32 positions (causal_conv1d_seq_marks.cuh)
+  const uint2* seq_marks;   // kSeq: [B, seq_marks_stride(L)] words of 32 positions (causal_conv1d_seq_marks.cuh)
   int64_t seq_words;
   int64_t seqlen;
   int32_t row_vecs;         // aligned: L / kNElts; unaligned: ceil(L / kNElts), the last vector partial
@@ -516,7 +516,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const T* __restrict__ gr = static_cast<const T*>(a.dout) + base_off;
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
     const int32_t* __restrict__ row_ids = kSeq ? a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride : nullptr;
-    const uint2* __restrict__ row_marks = kSeq ? a.seq_marks + static_cast<int64_t>(b) * a.seq_words : nullptr;
+    const uint2* __restrict__ row_marks = kSeq ? seq_marks_row(a.seq_marks, b, a.seq_words) : nullptr;
 
     // 1. loads
     vec_t xv[kVecs], gv[kVecs];
@@ -763,10 +763,10 @@ int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width,
 
 int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
 
-// The rows path's seq_idx workspace: [B, seq_marks_words(L)] uint2 marks (causal_conv1d_seq_marks.cuh; 16-byte
+// The rows path's seq_idx workspace: [B, seq_marks_stride(L)] uint2 marks (causal_conv1d_seq_marks.cuh; 16-byte
 // aligned: it follows the partials, rounded up to 16 bytes), then the marks kernel's kSeqMarksBlocks recur flags.
-int64_t seq_workspace_words(int64_t B, int64_t L) { return 2 * B * seq_marks_words(L) + kSeqMarksBlocks; }
-uint32_t* recur_flags_of(uint32_t* seq_starts, int64_t B, int64_t L) { return seq_starts + 2 * B * seq_marks_words(L); }
+int64_t seq_workspace_words(int64_t B, int64_t L) { return 2 * B * seq_marks_stride(L) + kSeqMarksBlocks; }
+uint32_t* recur_flags_of(uint32_t* seq_starts, int64_t B, int64_t L) { return seq_starts + 2 * B * seq_marks_stride(L); }
 
 template <typename T, int kW, int kVecs, bool kShifted, bool kSeq>
 void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const BwdPartials& partials,

@@ -58,7 +58,7 @@ struct FwdRowsFeatureArgs : FwdRowsArgs {
   int64_t init_batch_stride, init_dim_stride, init_seq_stride, state_len;
   const int32_t* seq_idx;
   int64_t seq_batch_stride, seq_seq_stride;
-  const uint2* seq_marks;  // [B, seq_words]
+  const uint2* seq_marks;  // [B, seq_marks_stride(L)]
   int64_t seq_words;
   // Final states written by the lane holding a row's last vector ([B, D, state_len], any strides), or nullptr: a
   // second launch writes them (fwd_rows_fuses_final).
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     WindowMarks marks[kVecs];
     if constexpr (kFeatures) {
       if (seq) {
-        const uint2* __restrict__ row_marks = a.seq_marks + static_cast<int64_t>(b) * a.seq_words;
+        const uint2* __restrict__ row_marks = seq_marks_row(a.seq_marks, b, a.seq_words);
 #pragma unroll
         for (int k = 0; k < kVecs; ++k)
           marks[k] = window_marks<kSeqPad, Ktraits::kSeqLen>(row_marks, a.seq_words,
@@ -256,12 +256,13 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           if (e0 - kHalo + i < 0) xs[i] = init_x[i];
       }
       vec_t yv;
-      auto output_at = [&](int i) {
+      // output i, its bits ANDed with keep (all ones, or 0 for a padding token)
+      auto output_at = [&](int i, uint32_t keep) {
         float acc = bias[0];
 #pragma unroll
         for (int j = 0; j < kW; ++j)
           if (j >= lead) acc = fmaf(w[0][j], xs[i + j], acc);
-        yv.elt[i] = from_float<T>(activate(acc, a.silu));
+        yv.elt[i] = from_float<T>(masked(activate(acc, a.silu), keep));
       };
       const int v = v0 + k * kWarpSize;
       bool store = v < a.row_vecs;
@@ -270,17 +271,12 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         if (m.recur != 0u) {
           store = false;  // after the loop, where little is live across the call
         } else {
-          walk_cut<kHalo, kHalo + kNElts, kSeqPad - kHalo, kNElts>(xs, m.starts, m.pads, output_at);
-          const uint32_t own_pads = (m.pads >> kSeqPad) & ((1u << kNElts) - 1u);
-          if (own_pads != 0u) {
-#pragma unroll
-            for (int i = 0; i < kNElts; ++i)
-              if ((own_pads >> i) & 1u) yv.elt[i] = from_float<T>(0.f);
-          }
+          walk_cut<kHalo, kHalo + kNElts, kSeqPad - kHalo, kNElts>(
+              xs, m.starts, m.pads, [&](int i) { output_at(i, keep_mask(m.pads, i + kSeqPad)); });
         }
       } else {
 #pragma unroll
-        for (int i = 0; i < kNElts; ++i) output_at(i);
+        for (int i = 0; i < kNElts; ++i) output_at(i, ~0u);
       }
       if (store) yv.store(orow + static_cast<int64_t>(v) * kNElts);
     }

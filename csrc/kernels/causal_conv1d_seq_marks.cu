@@ -50,7 +50,13 @@ __global__ void __launch_bounds__(256)
       starts |= warp_shfl(starts, lane ^ off);
       pads |= warp_shfl(pads, lane ^ off);
     }
-    if ((idx & 31) == 0 && idx < n) out[word] = make_uint2(starts, pads);
+    if ((idx & 31) == 0 && idx < n) {
+      const int64_t b = word / words, k = word - b * words;
+      uint2* row = out + b * (words + 2) + 1;
+      row[k] = make_uint2(starts, pads);
+      if (k == 0) row[-1] = make_uint2(0u, (pads & 1u) != 0u ? ~0u : 0u);  // before 0: the padding bit of id[0]
+      if (k == words - 1) row[words] = make_uint2(0u, 0u);
+    }
   }
   if (recur_flags == nullptr) return;
   const bool block_recur = __syncthreads_or(any_recur) != 0;
