@@ -107,20 +107,35 @@ __device__ __forceinline__ float x_or_init(const FwdRowsFeatureArgs& a, const T*
 }
 
 // Row (b, d)'s final state: the last state_len positions of cat(initial state or zeros, x); with seq_idx those of the
-// row's last sequence (a position counts when its id equals position L-1's; before 0 positions carry id[0]).
-template <typename T>
+// row's last sequence (a position counts when its id equals position L-1's; before 0 positions carry id[0]). kLen
+// entries (the usual state_len, width - 1) with every load issued before any store; other lengths one at a time.
+template <typename T, int kLen>
 __device__ __forceinline__ void write_final_state(const FwdRowsFeatureArgs& a, const T* xr, uint32_t b, uint32_t d) {
-  const int64_t L = a.seqlen;
+  const int64_t L = a.seqlen, ss = a.seq_seq_stride;
   const int32_t* ids = a.seq_marks != nullptr ? a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride : nullptr;
-  const int32_t last = ids != nullptr ? ids[(L - 1) * a.seq_seq_stride] : 0;
+  const int32_t last = ids != nullptr ? ids[(L - 1) * ss] : 0;
   T* fr = static_cast<T*>(a.final_states) + b * a.final_batch_stride + d * a.final_dim_stride;
+  // entry k: x (an initial state before 0: exact), and whether it counts
+  auto entry = [&](int64_t k, T& v, bool& counts) {
+    const int64_t pos = L - a.state_len + k;
+    v = pos >= 0 ? xr[pos] : from_float<T>(x_or_init<T>(a, xr, b, d, pos));
+    counts = ids == nullptr || ids[(pos > 0 ? pos : 0) * ss] == last;
+  };
+  if (a.state_len == kLen) {
+    T v[kLen > 0 ? kLen : 1];
+    bool counts[kLen > 0 ? kLen : 1];
+#pragma unroll
+    for (int k = 0; k < kLen; ++k) entry(k, v[k], counts[k]);
+#pragma unroll
+    for (int k = 0; k < kLen; ++k) fr[k * a.final_seq_stride] = counts[k] ? v[k] : from_float<T>(0.f);
+    return;
+  }
 #pragma unroll 1
   for (int64_t k = 0; k < a.state_len; ++k) {
-    const int64_t pos = L - a.state_len + k;
-    T v = from_float<T>(0.f);
-    if (ids == nullptr || ids[(pos > 0 ? pos : 0) * a.seq_seq_stride] == last)
-      v = pos >= 0 ? xr[pos] : from_float<T>(x_or_init<T>(a, xr, b, d, pos));  // an initial state: exact
-    fr[k * a.final_seq_stride] = v;
+    T v;
+    bool counts;
+    entry(k, v, counts);
+    fr[k * a.final_seq_stride] = counts ? v : from_float<T>(0.f);
   }
 }
 
@@ -184,7 +199,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       // The final state, by the lane that holds the row's last vector, before the tile's loads (where little is live).
       const int last = a.row_vecs - 1 - v0;
       if (a.final_states != nullptr && last >= 0 && last % kWarpSize == 0 && last / kWarpSize < kVecs)
-        write_final_state<T>(a, xr, b, d);
+        write_final_state<T, kHalo>(a, xr, b, d);
     }
 
     // Every load of the tile is independent of the others: issue them all before any use. x and its
