@@ -6,13 +6,15 @@ the dout masking pass the launcher runs for padding tokens). `--one SHAPE` runs 
 """
 from __future__ import annotations
 
-import argparse
-import collections
+import sys
+from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 import aiter_lite.ops._conv_autograd  # noqa: F401  registers torch.ops.aiter_lite.causal_conv1d_bwd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kernel_split  # noqa: E402
 
 # name: (dtype, B, D, L, W, sequences per row or 0)
 CASES = {
@@ -26,46 +28,11 @@ CASES = {
 
 
 def make(case):
-    dt, B, D, L, W, n_seq = CASES[case]
-    x, dout = torch.randn(B, D, L, device="cuda").to(dt), torch.randn(B, D, L, device="cuda").to(dt)
-    w, b = torch.randn(D, W, device="cuda") * 0.5, torch.randn(D, device="cuda")
-    sid = None
-    if n_seq:
-        ids = torch.zeros(L, dtype=torch.int32)
-        ids[torch.randperm(L - 1)[: n_seq - 1] + 1] = 1
-        sid = ids.cumsum(0).to(torch.int32).expand(B, L).contiguous().cuda()
+    x, w, b, sid = kernel_split.case_inputs(*CASES[case])
+    dout = torch.randn_like(x)
     bwd = torch.ops.aiter_lite.causal_conv1d_bwd
     return lambda: bwd(x, w, b, dout, None, sid, None, True, True, True, True, False, False)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=10)
-    ap.add_argument("--one", default="")
-    args = ap.parse_args()
-    if args.one:
-        make(args.one)()
-        torch.cuda.synchronize()
-        return
-    print(f"{torch.cuda.get_device_name()}")
-    for case in CASES:
-        fn = make(case)
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(args.calls):
-                fn()
-            torch.cuda.synchronize()
-        us = collections.Counter()
-        for ev in prof.events():
-            if ev.device_type == torch.autograd.DeviceType.CUDA:
-                us[ev.name[:90]] += ev.device_time / args.calls
-        total = sum(us.values())
-        print(f"\n{case} {CASES[case]}: {total:.1f} us of kernels a call")
-        for name, t in us.most_common(6):
-            print(f"  {t:8.1f} us  {name}")
-
-
 if __name__ == "__main__":
-    main()
+    kernel_split.main(CASES, make, __doc__)

@@ -6,13 +6,15 @@ rows kernel (the marks kernel, then the rows kernel with its features). `--one N
 """
 from __future__ import annotations
 
-import argparse
-import collections
+import sys
+from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 from aiter_lite.ops._conv_launch import launch_fwd_states
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kernel_split  # noqa: E402
 
 # name: (dtype, B, D, L, W, sequences per row or 0)
 CASES = {
@@ -25,45 +27,10 @@ CASES = {
 
 
 def make(case):
-    dt, B, D, L, W, n_seq = CASES[case]
-    x = torch.randn(B, D, L, device="cuda").to(dt)
+    x, w, b, sid = kernel_split.case_inputs(*CASES[case])
     out = torch.empty_like(x)
-    w, b = torch.randn(D, W, device="cuda") * 0.5, torch.randn(D, device="cuda")
-    sid = None
-    if n_seq:
-        ids = torch.zeros(L, dtype=torch.int32)
-        ids[torch.randperm(L - 1)[: n_seq - 1] + 1] = 1
-        sid = ids.cumsum(0).to(torch.int32).expand(B, L).contiguous().cuda()
     return lambda: launch_fwd_states(out, x, w, b, True, 0, seq_idx=sid)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=20)
-    ap.add_argument("--one", default="")
-    args = ap.parse_args()
-    if args.one:
-        make(args.one)()
-        torch.cuda.synchronize()
-        return
-    print(f"{torch.cuda.get_device_name()}")
-    for case in CASES:
-        fn = make(case)
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(args.calls):
-                fn()
-            torch.cuda.synchronize()
-        us = collections.Counter()
-        for ev in prof.events():
-            if ev.device_type == torch.autograd.DeviceType.CUDA:
-                us[ev.name[:110]] += ev.device_time / args.calls
-        print(f"\n{case} {CASES[case][1:]}: {sum(us.values()):.1f} us of kernels a call")
-        for name, t in us.most_common(4):
-            print(f"  {t:8.1f} us  {name}")
-
-
 if __name__ == "__main__":
-    main()
+    kernel_split.main(CASES, make, __doc__)
