@@ -350,21 +350,56 @@ void fwd_rows_launch(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, co
   AITER_LITE_LAUNCH_CHECK();
 }
 
-template <bool kFeatures>
-void fwd_rows_dispatch(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w,
-                       gpuStream_t stream) {
+}  // namespace
+
+// Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards; shard s holds the
+// kernels of the widths w with width_shard(wide_shard_width(w), N) == s (AITER_LITE_CONV_WIDE_WIDTH_SWITCH skips the
+// others). The plans and the entry points the forward calls are compiled in shard 0.
+template <int kShard, int kShards>
+void fwd_rows_shard(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w, bool features,
+                    gpuStream_t stream);
+
+#define AITER_LITE_FWD_ROWS_SHARD_EXTERN(s) \
+  extern template void fwd_rows_shard<s, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, const FwdRowsPlan&, \
+                                                            const WeightArgs&, bool, gpuStream_t);
+AITER_LITE_FOR_EACH_SHARD(AITER_LITE_FWD_ROWS_SHARD_EXTERN)
+#undef AITER_LITE_FWD_ROWS_SHARD_EXTERN
+static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
+
+// The kernels of this shard's widths: plain, or with features.
+template <int kShard, int kShards>
+void fwd_rows_shard(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w, bool features,
+                    gpuStream_t stream) {
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     // Widths 5..8: one runtime-width kernel per dtype and vector count (kWideWidth).
     AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
       const WeightArgs wk = weight_args_for<kW>(w, p.width);
-      if (plan.vecs_per_lane == 4) fwd_rows_launch<scalar_t, kW, 4, kFeatures>(p, plan, wk, stream);
-      else fwd_rows_launch<scalar_t, kW, 1, kFeatures>(p, plan, wk, stream);
+      auto launch = [&](auto with_features) {
+        constexpr bool kFeatures = decltype(with_features)::value;
+        if (plan.vecs_per_lane == 4) fwd_rows_launch<scalar_t, kW, 4, kFeatures>(p, plan, wk, stream);
+        else fwd_rows_launch<scalar_t, kW, 1, kFeatures>(p, plan, wk, stream);
+      };
+      if (features) launch(std::true_type{});
+      else launch(std::false_type{});
     });
   });
 }
 
+template void fwd_rows_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalConv1dFwdParams&, const FwdRowsPlan&,
+                                                                  const WeightArgs&, bool, gpuStream_t);
+
+#if AITER_LITE_SHARD == 0
+namespace {
+
 bool dense_aligned_rows(const void* ptr, int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
   return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L) && is_aligned(ptr, 16);
+}
+
+void fwd_rows_dispatch(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w, bool features,
+                       gpuStream_t stream) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
+    fwd_rows_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, features, stream);
+  });
 }
 
 }  // namespace
@@ -393,7 +428,7 @@ FwdRowsPlan fwd_rows_plan(const CausalConv1dFwdParams& p) {
 }
 
 void fwd_rows_run(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w, gpuStream_t stream) {
-  fwd_rows_dispatch<false>(p, plan, w, stream);
+  fwd_rows_dispatch(p, plan, w, false, stream);
 }
 
 FwdRowsPlan fwd_rows_features_plan(const CausalConv1dFwdParams& p) {
@@ -413,8 +448,9 @@ void fwd_rows_features_run(const CausalConv1dFwdParams& p, const FwdRowsPlan& pl
   if (p.seq_idx != nullptr)
     seq_marks_run(p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.batch, p.seqlen,
                   static_cast<int>(p.width - 1), static_cast<uint2*>(p.workspace), nullptr, stream);
-  fwd_rows_dispatch<true>(p, plan, w, stream);
+  fwd_rows_dispatch(p, plan, w, true, stream);
 }
+#endif  // AITER_LITE_SHARD == 0
 
 }  // namespace conv1d
 }  // namespace aiter_lite
