@@ -16,10 +16,14 @@ from aiter_lite.ops._conv_launch import launch_fwd_states
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kernel_split  # noqa: E402
 
-# name: (dtype, B, D, L, W, sequences per row or 0)
+# name: (dtype, B, D, L, W, sequences per row or 0), then "init" and/or "final" for initial / final states
 CASES = {
     "plain_8x5120x2048": (torch.bfloat16, 8, 5120, 2048, 4, 0),
     "seq4_8x5120x2048": (torch.bfloat16, 8, 5120, 2048, 4, 4),
+    "seq4_init_8x5120x2048": (torch.bfloat16, 8, 5120, 2048, 4, 4, "init"),
+    "seq4_final_8x5120x2048": (torch.bfloat16, 8, 5120, 2048, 4, 4, "final"),
+    "seq4_init_final_8x5120x2048": (torch.bfloat16, 8, 5120, 2048, 4, 4, "init", "final"),
+    "init_final_8x5120x2048": (torch.bfloat16, 8, 5120, 2048, 4, 0, "init", "final"),
     "seq4_8x5120x2048_w2": (torch.bfloat16, 8, 5120, 2048, 2, 4),
     "plain_1x4096x32768": (torch.bfloat16, 1, 4096, 32768, 4, 0),
     "seq64_1x4096x32768": (torch.bfloat16, 1, 4096, 32768, 4, 64),
@@ -27,9 +31,13 @@ CASES = {
 
 
 def make(case):
-    x, w, b, sid = kernel_split.case_inputs(*CASES[case])
+    shape, states = CASES[case][:6], CASES[case][6:]
+    x, w, b, sid = kernel_split.case_inputs(*shape)
     out = torch.empty_like(x)
-    return lambda: launch_fwd_states(out, x, w, b, True, 0, seq_idx=sid)
+    B, D, _ = x.shape
+    init = torch.randn(B, D, w.shape[1] - 1, device="cuda").to(x.dtype) if "init" in states else None
+    final = torch.empty(B, D, w.shape[1] - 1, device="cuda", dtype=x.dtype) if "final" in states else None
+    return lambda: launch_fwd_states(out, x, w, b, True, 0, seq_idx=sid, initial_states=init, final_states=final)
 
 
 if __name__ == "__main__":
