@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       if (seq && store) {  // kFeatures only
         const WindowMarks& m = marks[k];
         if (m.recur != 0u) {
-          store = false;  // after the loop, where little is live across the call
+          store = false;  // outputs_by_rule after the loop, where little is live
         } else {
           walk_cut<kHalo, kHalo + kNElts, kSeqPad - kHalo, kNElts>(
               xs, m.starts, m.pads, [&](int i) { output_at(i, keep_mask(m.pads, i + kSeqPad)); });
