@@ -1,7 +1,7 @@
 // Interface of the dense forward with states and packed sequences (causal_conv1d_fwd_dense_features.cu) for
 // the path choice in causal_conv1d_fwd.cu: x and out dense [B, D, L] contiguous, read as one flat array of
 // 16-byte vectors. Varlen calls never come here, nor seq_idx calls of 2^20 elements or more (fwd_states_split
-// takes them).
+// takes them), nor rows of whole 16-byte vectors (the rows kernel takes them first: fwd_rows_features_plan).
 #pragma once
 
 #include "causal_conv1d_common.cuh"

@@ -18,7 +18,8 @@ inline bool fwd_has_features(const CausalConv1dFwdParams& p) {
 }
 
 // Whether the plain kernels plus a fix-up can take the call (fwd_states_split_out_len), on a layout that is not
-// channel-last (whose feature kernels are already as fast as the plain ones): only initial_states and/or
+// channel-last (whose feature kernels are already as fast as the plain ones) and that the rows kernel with its
+// features does not take first (causal_conv1d_fwd.cu; dense rows of whole 16-byte vectors go there): only initial_states and/or
 // final_states are set, or the call is varlen (packed sequences, with or without a state pool), or it has
 // seq_idx (with or without initial/final states; never with a pool or varlen).
 // Varlen: the plain kernels see one row of `tokens` positions per channel, exact from each sequence's
