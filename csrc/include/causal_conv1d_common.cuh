@@ -58,6 +58,11 @@ inline bool channel_vectors_aligned(const void* ptr, int64_t bs, int64_t ss, int
   return is_aligned(ptr, kChannelLastVecBytes) && D % kV == 0 && (B == 1 || bs % kV == 0) && (L == 1 || ss % kV == 0);
 }
 
+// Dense [B, D, L]: element (b, d, t) at b*D*L + d*L + t (strides of size-1 dims do not matter).
+inline bool dense_rows(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
+  return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L);
+}
+
 // Largest grid.x the launchers use; kernels loop over the rest of their work items.
 constexpr int64_t kMaxGridX = 2147483647;
 

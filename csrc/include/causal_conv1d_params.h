@@ -68,16 +68,11 @@ struct CausalConv1dFwdParams {
   int64_t init_batch_stride, init_dim_stride, init_seq_stride;
   int64_t final_batch_stride, final_dim_stride, final_seq_stride;
   int64_t seq_idx_batch_stride, seq_idx_seq_stride;
-  // Device scratch for seq_idx on the GPU (fwd_seq_idx_workspace_bytes: the marks of
-  // causal_conv1d_seq_marks.cuh), or nullptr: the kernels that need it are then not chosen. Unused on the CPU.
+  // Device scratch for seq_idx on the GPU: the marks of causal_conv1d_seq_marks.cuh, batch * seq_marks_stride(seqlen)
+  // 8-byte words (aiter_lite/ops/_conv_launch.py allocates them), or nullptr: the kernels that need it are then not
+  // chosen. Unused on the CPU.
   void* workspace;
 };
-
-// Bytes of CausalConv1dFwdParams::workspace a GPU call with seq_idx can use: two 32-bit words per 32 positions of
-// every row and two guard words a row (seq_marks_stride; aiter_lite/ops/_conv_launch.py computes the same).
-inline int64_t fwd_seq_idx_workspace_bytes(int64_t batch, int64_t seqlen) {
-  return batch * ((seqlen + 31) / 32 + 2) * 8;
-}
 
 // Backward of the forward above (without varlen mode and state_indices): given dout, computes
 //   dx (x's dtype), dweight ([dim, width], fp32, contiguous, overwritten), dbias ([dim], fp32, overwritten),

@@ -801,10 +801,6 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   AITER_LITE_LAUNCH_CHECK();
 }
 
-bool dense_rows(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
-  return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L);
-}
-
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;

@@ -740,12 +740,6 @@ template bool fwd_fp32_channel_last_many_rounds<AITER_LITE_SHARD, AITER_LITE_SHA
 #if AITER_LITE_SHARD == 0
 namespace {
 
-// Dense [B, D, L]: element (b, d, t) at b*D*L + d*L + t (strides of size-1 dims do not matter).
-bool is_dense(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
-  return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L);
-}
-
-
 constexpr int64_t kTinyElts = 32768;  // B * D * L at most: the naive kernel's regime (auto only)
 
 // rows: filled in when the rows kernel takes the call (FwdPath::kRows), so the launch does not plan again.
@@ -753,8 +747,8 @@ FwdPath choose_fwd_path(const CausalConv1dFwdParams& p, FwdRowsPlan& rows) {
   if (p.width > kMaxTemplateWidth || p.variant == ConvVariant::kNaive) return FwdPath::kNaive;
   if (p.variant == ConvVariant::kShared) return FwdPath::kShared;
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
-  const bool dense = is_dense(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
-                     is_dense(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, D, L) &&
+  const bool dense = dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
+                     dense_rows(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, D, L) &&
                      is_aligned(p.x, 16) && is_aligned(p.out, 16);
   // Tiny problems are latency, not bandwidth: one thread per output issues all its loads at once,
   // where the vector kernels walk a lane's vectors (and their channels' weights) one after another.

@@ -435,11 +435,6 @@ void dense_features_launch(const CausalConv1dFwdParams& p, const FwdDenseFeature
   AITER_LITE_LAUNCH_CHECK();
 }
 
-// Dense [B, D, L]: element (b, d, t) at b*D*L + d*L + t (strides of size-1 dims do not matter).
-bool dense_rows(int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
-  return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L);
-}
-
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;

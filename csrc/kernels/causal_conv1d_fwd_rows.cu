@@ -61,7 +61,7 @@ struct FwdRowsFeatureArgs : FwdRowsArgs {
   const uint2* seq_marks;  // [B, seq_marks_stride(L)]
   int64_t seq_words;
   // Final states written by the lane holding a row's last vector ([B, D, state_len], any strides), or nullptr: a
-  // second launch writes them (fwd_rows_fuses_final).
+  // second launch writes them (FwdRowsPlan::fuse_final false).
   void* final_states;
   int64_t final_batch_stride, final_dim_stride, final_seq_stride;
 };
@@ -391,10 +391,6 @@ template void fwd_rows_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(const CausalCo
 #if AITER_LITE_SHARD == 0
 namespace {
 
-bool dense_aligned_rows(const void* ptr, int64_t bs, int64_t ds, int64_t ss, int64_t B, int64_t D, int64_t L) {
-  return (L == 1 || ss == 1) && (D == 1 || ds == L) && (B == 1 || bs == D * L) && is_aligned(ptr, 16);
-}
-
 void fwd_rows_dispatch(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, const WeightArgs& w, bool features,
                        gpuStream_t stream) {
   with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
@@ -435,8 +431,9 @@ FwdRowsPlan fwd_rows_features_plan(const CausalConv1dFwdParams& p) {
   const int64_t B = p.batch, D = p.dim, L = p.seqlen;
   const bool takes = p.cu_seqlens == nullptr && p.state_indices == nullptr && p.has_initial_state == nullptr &&
                      (p.seq_idx == nullptr || p.workspace != nullptr) && p.width <= kMaxTemplateWidth &&
-                     dense_aligned_rows(p.x, p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
-                     dense_aligned_rows(p.out, p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, D, L);
+                     dense_rows(p.x_batch_stride, p.x_dim_stride, p.x_seq_stride, B, D, L) &&
+                     dense_rows(p.out_batch_stride, p.out_dim_stride, p.out_seq_stride, B, D, L) &&
+                     is_aligned(p.x, 16) && is_aligned(p.out, 16);
   if (!takes) return FwdRowsPlan{};
   FwdRowsPlan plan = fwd_rows_plan(p);
   plan.fuse_final = p.final_states != nullptr && !fwd_final_may_alias_init(p);
