@@ -30,8 +30,8 @@ def _randn(*shape, dtype, gen):
 
 def _operand(rows, cols, dtype, layout, gen, batch=None):
     """n: contiguous; t: transposed view; pad: rows padded by 3 (not 16-byte aligned); tpad: a
-    transposed padded view; off: one element into its storage (misaligned pointer); bcast: batch
-    stride 0."""
+    transposed padded view; cut / tcut: rows 16-byte aligned, cut to any length (plain / transposed);
+    off: one element into its storage (misaligned pointer); bcast: batch stride 0."""
     lead = () if batch is None else (batch,)
     if layout == "n":
         return _randn(*lead, rows, cols, dtype=dtype, gen=gen)
@@ -41,6 +41,10 @@ def _operand(rows, cols, dtype, layout, gen, batch=None):
         return _randn(*lead, rows, cols + 3, dtype=dtype, gen=gen)[..., :cols]
     if layout == "tpad":
         return _randn(*lead, cols, rows + 3, dtype=dtype, gen=gen)[..., :rows].transpose(-1, -2)
+    if layout == "cut":  # rows 16-byte aligned, the last 16 bytes of each row partly outside the view
+        return _randn(*lead, rows, -(-cols // 8) * 8 + 8, dtype=dtype, gen=gen)[..., :cols]
+    if layout == "tcut":
+        return _randn(*lead, cols, -(-rows // 8) * 8 + 8, dtype=dtype, gen=gen)[..., :rows].transpose(-1, -2)
     if layout == "off":
         return _randn(math.prod(lead) * rows * cols + 1, dtype=dtype, gen=gen)[1:].view(*lead, rows, cols)
     if layout == "bcast":
@@ -84,7 +88,7 @@ def gen():
 
 # M picks the row bound (1, 4, 8, 16): every bound with its largest and an inner M.
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("b_layout", ["n", "t", "pad", "tpad", "off"])
+@pytest.mark.parametrize("b_layout", ["n", "t", "pad", "tpad", "off", "cut", "tcut"])
 @pytest.mark.parametrize("m", [1, 3, 4, 7, 8, 9, 16])
 @pytest.mark.parametrize("nk", [(1, 1), (7, 129), (257, 1025), (1000, 4095), (4097, 33), (130, 5000)],
                          ids=lambda s: "x".join(map(str, s)))
@@ -206,7 +210,7 @@ def test_compact_sweep(gen):
 
     for mode in ("fp32", "fp16", "bf16"):
         dtype = MODES[mode]
-        for b_layout in ("n", "t", "pad", "tpad"):
+        for b_layout in ("n", "t", "pad", "tpad", "cut", "tcut", "off"):
             for m in (1, 4, 7, 16):
                 for n, k in ((257, 1025), (64, 9000)):
                     a = _operand(m, k, dtype, "pad" if m == 7 else "n", gen)

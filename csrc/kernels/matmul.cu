@@ -12,10 +12,11 @@
 //                built for sm_90a (else std::invalid_argument); strict fp32 is refused.
 //   kAuto        fp16/bf16, and fp32 with allow_tf32: the wgmma kernel where it is available and the
 //                layout qualifies (below), else mma.sync; strict fp32: the SIMT kernel. With A of at
-//                most kSkinnyMaxM (16) rows and config -1, the skinny kernel (matmul_skinny.cuh:
-//                memory-bound, fp32 FFMA, split-K over a cluster) for fp32 (strict or tf32), and for
-//                fp16/bf16 where the plan would be the SIMT kernel (layouts the tensor cores cannot
-//                load): on aligned 16-bit layouts the wgmma kernel measured faster (docs/matmul.md).
+//                most kSkinnyMaxM (16) rows and config -1, the skinny kernel (memory-bound, split-K
+//                over a cluster; fp32 FFMA in matmul_skinny.cuh, mma.sync for fp16/bf16 in
+//                matmul_skinny_tc.cuh) for fp32 (strict or tf32), and for fp16/bf16 where the plan
+//                would be the SIMT kernel (layouts the tensor cores cannot load): on aligned 16-bit
+//                layouts the wgmma kernel measured level or faster (docs/matmul.md).
 //   kSkinny      the skinny kernel where A has at most 16 rows (config must be -1), else as kAuto.
 //                An explicit config selects its own kernel family (a kWgmma16 or a kTensorCore16
 //                config for fp16/bf16, a kWgmmaTf32 or a kTensorCoreTf32 config for tf32).
@@ -71,9 +72,9 @@
 //   matmul_wgmma_fp16.cu  Hopper kernels (sm_90a only; present when AITER_LITE_HAS_MATMUL_WGMMA_FP16
 //   matmul_wgmma_bf16.cu  / _BF16 is defined), one dtype each: all kWgmma16 configs, both B layouts,
 //                         and the M-contiguous A kernels (wgmma_has_kernel in matmul_launch.h)
-//   matmul_skinny_fp32.cu  skinny kernels (M <= 16), one dtype each: all row bounds and B layouts
-//   matmul_skinny_fp16.cu
-//   matmul_skinny_bf16.cu
+//   matmul_skinny_fp32.cu  skinny kernels (M <= 16), one dtype each: all row bounds and B layouts (fp16
+//   matmul_skinny_fp16.cu  and bf16 on CUDA: the tensor-core form, matmul_skinny_tc.cuh, where it reads
+//   matmul_skinny_bf16.cu  B, the FFMA form for the rest)
 //   matmul_wgmma_tf32.cu  Hopper tf32 kernels (sm_90a only; AITER_LITE_HAS_MATMUL_WGMMA_TF32): all
 //                         kWgmmaTf32 configs, both B layouts
 #include <algorithm>
@@ -535,7 +536,9 @@ SlicePlan plan_slice(const MatmulParams& s, MatmulPath path, bool probe) {
   if (s.variant == MatmulVariant::kSkinny && s.m <= matmul_detail::kSkinnyMaxM)
     return {SlicePlan::Kernel::kSkinny, -1, false, false};
   // Few rows of A, fp32: the product streams B once and is memory-bound, and the skinny kernel beat
-  // the SIMT and tf32 kernels there. fp16/bf16 below, where the layout rules the tensor cores out.
+  // the SIMT and tf32 kernels there. fp16/bf16 below, where the layout rules the tensor-core kernels
+  // out (or_skinny): on aligned layouts wgmma measured level with the skinny kernel's tensor-core
+  // form or faster (H100, session 22: docs/matmul.md).
   if (skinny_preferred(s) && s.dtype == DType::kFloat32) return {SlicePlan::Kernel::kSkinny, -1, false, false};
   switch (path) {
     case MatmulPath::kSimt: return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, s.config, s), false, false};

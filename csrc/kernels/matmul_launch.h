@@ -109,7 +109,8 @@ extern template void simt_cuda<bfloat16_t>(const MatmulParams&, int, gpuStream_t
 
 // ---- skinny kernel (matmul_skinny.cuh): A with at most kSkinnyMaxM rows ----------------------------
 // Memory-bound products: every dtype, every layout (16-byte vector loads where B's layout allows them,
-// element loads otherwise), split-K over a thread block cluster on sm_90. matmul_skinny_*.cu.
+// element loads otherwise), split-K over a thread block cluster on sm_90. matmul_skinny_*.cu; fp16/bf16
+// on CUDA run on the tensor cores where skinny_tc_reads_b (matmul_skinny_tc.cuh).
 inline constexpr int64_t kSkinnyMaxM = 16;
 
 // How the skinny kernel streams B (strides normalized, see matmul.cu): along N where b's rows are
@@ -131,6 +132,12 @@ inline SkinnyBLayout skinny_b_layout(const MatmulParams& p, int64_t elem_bytes) 
 inline bool skinny_x_vec(const MatmulParams& p, int64_t elem_bytes) {
   const int64_t vec = 16 / elem_bytes;
   return p.a_col_stride == 1 && aligned(p.a, 16) && p.a_row_stride % vec == 0 && p.a_batch_stride % vec == 0;
+}
+
+// The tensor-core skinny kernel (matmul_skinny_tc.cuh; CUDA, fp16/bf16) reads B: N-contiguous rows at
+// any alignment, or K-contiguous rows that are 16-byte aligned. The FFMA kernel takes the rest.
+inline bool skinny_tc_reads_b(const MatmulParams& p, int64_t elem_bytes) {
+  return p.b_col_stride == 1 || skinny_b_layout(p, elem_bytes) == SkinnyBLayout::kKVec;
 }
 
 template <typename T>

@@ -64,6 +64,27 @@ struct SkinnyArgs {
   MatmulEpilogue epi;
 };
 
+// Blocks per cluster along K: the count whose waves of blocks (`slots` resident at once) are
+// predicted to finish first, a block costing its K rows plus a fixed kOverheadRows (staging A,
+// the reductions); at most kSkinnyMaxSplits, and every block gets at least 2 * kSkinnyKAlign rows.
+inline int skinny_splits(int64_t blocks, int64_t k, int64_t slots, bool clusters) {
+  if (!clusters) return 1;
+  constexpr int64_t kOverheadRows = 96;
+  int best = 1;
+  double best_cost = 0.0;
+  for (int s = 1; s <= kSkinnyMaxSplits; ++s) {
+    const int64_t rows = (k + s - 1) / s;
+    if (s > 1 && rows < 2 * kSkinnyKAlign) break;
+    const int64_t waves = (blocks * s + slots - 1) / slots;
+    const double cost = static_cast<double>(waves) * static_cast<double>(rows + kOverheadRows);
+    if (s == 1 || cost < best_cost * 0.97) {  // a split must pay for itself
+      best = s;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 template <typename T, int kMaxM_, bool kKContig_, bool kVec_>
 struct SkinnyTraits {
   using elem_t = T;
@@ -85,6 +106,10 @@ struct SkinnyTraits {
   static constexpr int kXRows = kSkinnyXBytes / (4 * kMaxM) / kSkinnyKAlign * kSkinnyKAlign;
   static constexpr int kSmemBytes = (kXRows * kMaxM + kMaxM * kBN) * 4;
   static_assert(kSmemBytes <= 48 * 1024, "skinny kernel: shared memory above the default limit");
+  template <typename SlotsOf>
+  static int splits(int64_t blocks, int64_t k, int64_t slots, bool clusters, SlotsOf /*slots_of*/) {
+    return skinny_splits(blocks, k, slots, clusters);
+  }
   static_assert(kSkinnyKAlign % kKS == 0 && kSkinnyKAlign % 8 == 0, "steps must tile a K range");
 };
 
@@ -286,6 +311,43 @@ __device__ __forceinline__ void skinny_rows_k(const SkinnyArgs<typename Tr::elem
   }
 }
 
+// ---- the block's end: cluster sum, epilogue, store -----------------------------------------------
+
+// After the block's sum is in ps[m][n - n0] (kM x kBN, fp32; ps past M or N is never read): the
+// cluster's sum, a slice of the tile per block, over the blocks in rank order, then the epilogue and
+// the one rounding. Every thread of the block calls it (it holds cluster barriers).
+template <typename T, int kM, int kBN>
+__device__ __forceinline__ void skinny_finish(const SkinnyArgs<T>& g, const float* ps, int split, int n0, int64_t z) {
+#if defined(AITER_LITE_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  if (g.splits > 1) cg::this_cluster().sync();
+#elif defined(AITER_LITE_HIP)
+  if (g.splits > 1) __builtin_trap();  // the host launches clusters only on CUDA sm_90
+#else
+  if (g.splits > 1) __trap();  // the host launches clusters only where this is compiled for sm_90
+#endif
+  constexpr int kE = kM * kBN;
+  const int per = (kE + g.splits - 1) / g.splits;
+  const int e_end = min(kE, (split + 1) * per);
+  for (int e = split * per + static_cast<int>(threadIdx.x); e < e_end; e += kSkinnyThreads) {
+    const int m = e / kBN, n = n0 + (e - m * kBN);
+    if (m >= g.m || n >= g.n) continue;
+    float v = ps[e];
+#if defined(AITER_LITE_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (g.splits > 1) {
+      cg::cluster_group cluster = cg::this_cluster();
+      v = 0.f;
+      for (int q = 0; q < g.splits; ++q) v += cluster.map_shared_rank(ps, q)[e];
+    }
+#endif
+    if (g.epi_active) v = apply_epilogue<T>(g.epi, v, z, m, n);
+    g.out[z * g.o_batch + m * g.o_m + static_cast<int64_t>(n) * g.o_n] = from_float<T>(v);
+  }
+#if defined(AITER_LITE_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (g.splits > 1) cg::this_cluster().sync();  // peers may still read this block's ps
+#endif
+}
+
 // ---- the kernel -----------------------------------------------------------------------------------
 
 // Grid: x = column block * splits + split (a cluster of `splits` blocks along x), y = batch entry.
@@ -359,36 +421,7 @@ __global__ void __launch_bounds__(kSkinnyThreads) matmul_skinny_kernel(const Ski
     __syncthreads();
   }
 
-  // The cluster's sum, a slice of the tile per block: over the blocks in rank order, then the
-  // epilogue and the one rounding.
-#if defined(AITER_LITE_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  if (g.splits > 1) cg::this_cluster().sync();
-#elif defined(AITER_LITE_HIP)
-  if (g.splits > 1) __builtin_trap();  // the host launches clusters only on CUDA sm_90
-#else
-  if (g.splits > 1) __trap();  // the host launches clusters only where this is compiled for sm_90
-#endif
-  constexpr int kE = kM * kBN;
-  const int per = (kE + g.splits - 1) / g.splits;
-  const int e_end = min(kE, (split + 1) * per);
-  for (int e = split * per + static_cast<int>(threadIdx.x); e < e_end; e += kSkinnyThreads) {
-    const int m = e / kBN, n = n0 + (e - m * kBN);
-    if (m >= g.m || n >= g.n) continue;
-    float v = ps[e];
-#if defined(AITER_LITE_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (g.splits > 1) {
-      cg::cluster_group cluster = cg::this_cluster();
-      v = 0.f;
-      for (int q = 0; q < g.splits; ++q) v += cluster.map_shared_rank(ps, q)[e];
-    }
-#endif
-    if (g.epi_active) v = apply_epilogue<T>(g.epi, v, z, m, n);
-    g.out[z * g.o_batch + m * g.o_m + static_cast<int64_t>(n) * g.o_n] = from_float<T>(v);
-  }
-#if defined(AITER_LITE_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (g.splits > 1) cg::this_cluster().sync();  // peers may still read this block's ps
-#endif
+  skinny_finish<T, kM, kBN>(g, ps, split, n0, z);
 }
 
 // ---- the launcher ---------------------------------------------------------------------------------
@@ -407,29 +440,10 @@ inline int skinny_cc_major() {
   });
 }
 
-// Blocks per cluster along K: the count whose waves of blocks (`slots` resident at once) are
-// predicted to finish first, a block costing its K rows plus a fixed kOverheadRows (staging A,
-// the reductions); at most kSkinnyMaxSplits, and every block gets at least 2 * kSkinnyKAlign rows.
-inline int skinny_splits(int64_t blocks, int64_t k, int64_t slots, bool clusters) {
-  if (!clusters) return 1;
-  constexpr int64_t kOverheadRows = 96;
-  int best = 1;
-  double best_cost = 0.0;
-  for (int s = 1; s <= kSkinnyMaxSplits; ++s) {
-    const int64_t rows = (k + s - 1) / s;
-    if (s > 1 && rows < 2 * kSkinnyKAlign) break;
-    const int64_t waves = (blocks * s + slots - 1) / slots;
-    const double cost = static_cast<double>(waves) * static_cast<double>(rows + kOverheadRows);
-    if (s == 1 || cost < best_cost * 0.97) {  // a split must pay for itself
-      best = s;
-      best_cost = cost;
-    }
-  }
-  return best;
-}
-
-template <class Tr>
-void skinny_launch(const MatmulParams& p, gpuStream_t stream) {
+// Launches `kernel` (a skinny kernel of traits Tr: elem_t, kBN columns per block, kSmemBytes) over
+// column blocks x K splits x batch.
+template <class Tr, typename Kernel>
+void skinny_launch(const MatmulParams& p, gpuStream_t stream, Kernel kernel) {
   using T = typename Tr::elem_t;
   SkinnyArgs<T> g{};
   g.x = static_cast<const T*>(p.a);
@@ -445,7 +459,6 @@ void skinny_launch(const MatmulParams& p, gpuStream_t stream) {
   g.epi = p.epilogue;
   g.epi_active = !p.epilogue.is_identity();
 
-  auto kernel = matmul_skinny_kernel<Tr>;
   static std::atomic<int64_t> slots_cache[kMaxCachedDevices] = {};
   const int64_t slots = per_device(slots_cache, [&](int dev) {
     return resident_blocks_on(dev, kernel, kSkinnyThreads, Tr::kSmemBytes);
@@ -456,7 +469,23 @@ void skinny_launch(const MatmulParams& p, gpuStream_t stream) {
 #else
   const bool clusters = false;
 #endif
-  g.splits = skinny_splits(col_blocks * p.batch, p.k, slots, clusters);
+  // Blocks resident at once in clusters of s blocks (a cluster lives in one GPC, so fewer than
+  // slots for s > 1), read once per device and size; -1 where the query is refused.
+  static std::atomic<int64_t> cluster_slots_cache[kSkinnyMaxSplits + 1][kMaxCachedDevices] = {};
+  auto slots_of = [&](int s) -> int64_t {
+    if (s <= 1) return slots;
+#if defined(AITER_LITE_CUDA)
+    return per_device(cluster_slots_cache[s], [&](int dev) -> int64_t {
+      int sms = 0;
+      AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      const int c = max_active_clusters(reinterpret_cast<const void*>(kernel), kSkinnyThreads, Tr::kSmemBytes, s, sms);
+      return c > 0 ? int64_t{c} * s : -1;
+    });
+#else
+    return int64_t{-1};
+#endif
+  };
+  g.splits = Tr::splits(col_blocks * p.batch, p.k, slots, clusters, slots_of);
   const int64_t per = (p.k + g.splits - 1) / g.splits;
   g.k_per_split = static_cast<int32_t>((per + kSkinnyKAlign - 1) / kSkinnyKAlign * kSkinnyKAlign);
   if (col_blocks * g.splits > kMaxDim) invalid("output too wide for the skinny kernel");
@@ -483,17 +512,34 @@ void skinny_launch(const MatmulParams& p, gpuStream_t stream) {
   AITER_LITE_LAUNCH_CHECK();
 }
 
-// Rows of A as a multiple of 8 (kMaxM 1, 4, 8 or 16), B's layout, and whether B's vector loads apply.
+// The FFMA kernel for rows of A as a multiple of 8 (kMaxM 1, 4, 8 or 16), B's layout, and whether B's
+// vector loads apply. (skinny_cuda, in matmul_skinny_tc.cuh, sends fp16/bf16 to the tensor-core
+// kernel where it can read B.)
 template <typename T>
-void skinny_cuda(const MatmulParams& p, gpuStream_t stream) {
+void skinny_ffma_cuda(const MatmulParams& p, gpuStream_t stream) {
   const SkinnyBLayout b = skinny_b_layout(p, sizeof(T));
   auto go = [&](auto max_m) {
     constexpr int kM = decltype(max_m)::value;
+    auto launch = [&](auto traits) {
+      using Tr = decltype(traits);
+      skinny_launch<Tr>(p, stream, matmul_skinny_kernel<Tr>);
+    };
+#if defined(AITER_LITE_CUDA)
+    // fp16/bf16 B that vector loads can read goes to the tensor-core kernel (skinny_tc_reads_b): no
+    // vector-load FFMA kernels for them (the element-load ones stay correct for any layout).
+    constexpr bool kVecKernels = sizeof(T) == 4;
+#else
+    constexpr bool kVecKernels = true;
+#endif
     switch (b) {
-      case SkinnyBLayout::kNVec: return skinny_launch<SkinnyTraits<T, kM, false, true>>(p, stream);
-      case SkinnyBLayout::kNAny: return skinny_launch<SkinnyTraits<T, kM, false, false>>(p, stream);
-      case SkinnyBLayout::kKVec: return skinny_launch<SkinnyTraits<T, kM, true, true>>(p, stream);
-      case SkinnyBLayout::kKAny: return skinny_launch<SkinnyTraits<T, kM, true, false>>(p, stream);
+      case SkinnyBLayout::kNVec:
+        if constexpr (kVecKernels) return launch(SkinnyTraits<T, kM, false, true>{});
+        [[fallthrough]];
+      case SkinnyBLayout::kNAny: return launch(SkinnyTraits<T, kM, false, false>{});
+      case SkinnyBLayout::kKVec:
+        if constexpr (kVecKernels) return launch(SkinnyTraits<T, kM, true, true>{});
+        [[fallthrough]];
+      case SkinnyBLayout::kKAny: return launch(SkinnyTraits<T, kM, true, false>{});
     }
   };
   if (p.m <= 1) go(std::integral_constant<int, 1>{});

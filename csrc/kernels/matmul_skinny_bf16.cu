@@ -1,6 +1,6 @@
 // Skinny matmul kernels (M <= 16, matmul_skinny.cuh) for bf16: every row bound and B layout. CUDA and
 // HIP. The dispatch is in matmul.cu; see matmul_launch.h for why the kernels are spread over several files.
-#include "matmul_skinny.cuh"
+#include "matmul_skinny_tc.cuh"
 
 namespace aiter_lite {
 namespace matmul_detail {
