@@ -233,6 +233,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     WindowMarks marks[kVecs];
     if constexpr (kFeatures) {
       if (seq) {
+        wait_for_marks();  // x is loading; the marks kernel may still run (programmatic launch)
         const uint2* __restrict__ row_marks = seq_marks_row(a.seq_marks, b, a.seq_words);
 #pragma unroll
         for (int k = 0; k < kVecs; ++k)
@@ -346,6 +347,25 @@ void fwd_rows_launch(const CausalConv1dFwdParams& p, const FwdRowsPlan& plan, co
     }
   }
   const int64_t blocks = (n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps;
+#if !defined(AITER_LITE_HIP)
+  if constexpr (kFeatures) {
+    // After the marks kernel: launched programmatically where the GPU allows it, so its blocks start (and load x)
+    // while the marks kernel runs (wait_for_marks).
+    if (p.seq_idx != nullptr && programmatic_launch_supported()) {
+      cudaLaunchConfig_t cfg{};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.gridDim = dim3(static_cast<unsigned>(blocks), 1, 1);
+      cfg.blockDim = dim3(Ktraits::kThreads, 1, 1);
+      cfg.stream = stream;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      AITER_LITE_GPU_CHECK(cudaLaunchKernelEx(&cfg, causal_conv1d_fwd_rows_kernel<Ktraits>, a));
+      return;
+    }
+  }
+#endif
   causal_conv1d_fwd_rows_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
   AITER_LITE_LAUNCH_CHECK();
 }

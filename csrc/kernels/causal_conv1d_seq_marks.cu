@@ -16,6 +16,9 @@ __global__ void __launch_bounds__(256)
     causal_conv1d_seq_marks_kernel(const int32_t* __restrict__ seq, int64_t batch_stride, int64_t seq_stride,
                                    int64_t L, int halo, int64_t words, int64_t n, uint2* __restrict__ out,
                                    uint32_t* __restrict__ recur_flags) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");  // a dependent launched programmatically may start now
+#endif
   const int lane = lane_id();
   bool any_recur = false;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < n;
@@ -64,6 +67,17 @@ __global__ void __launch_bounds__(256)
 }
 
 }  // namespace
+
+bool programmatic_launch_supported() {
+#if defined(AITER_LITE_HIP)
+  return false;
+#else
+  int device = 0, major = 0;
+  if (gpuGetDevice(&device) != gpuSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+  return major >= 9;
+#endif
+}
 
 int seq_marks_blocks(int64_t B, int64_t L) {
   return static_cast<int>(std::min<int64_t>((B * seq_marks_words(L) * 32 + 255) / 256, kSeqMarksBlocks));

@@ -27,6 +27,17 @@ inline int64_t seq_marks_words(int64_t L) { return (L + 31) / 32; }
 inline int64_t seq_marks_stride(int64_t L) { return seq_marks_words(L) + 2; }
 // Blocks of the marks kernel (at most kSeqMarksBlocks): the count of recur flags it writes.
 int seq_marks_blocks(int64_t B, int64_t L);
+// Programmatic dependent launch (sm_90): a kernel launched with programmatic_launch() after the marks kernel may start
+// while the marks kernel runs; before it reads the marks it calls wait_for_marks() (griddepcontrol.wait: the marks
+// kernel complete and its writes visible). Without such a launch, and on other GPUs, both are no-ops.
+__device__ __forceinline__ void wait_for_marks() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// Whether the current device can take a programmatic dependent launch (compute capability 9.0 or later, CUDA).
+bool programmatic_launch_supported();
+
 // marks: [B, seq_marks_stride(L)]; recur_flags: seq_marks_blocks(B, L) words, or nullptr (not written).
 void seq_marks_run(const int32_t* seq_idx, int64_t batch_stride, int64_t seq_stride, int64_t B, int64_t L, int halo,
                    uint2* marks, uint32_t* recur_flags, gpuStream_t stream);
