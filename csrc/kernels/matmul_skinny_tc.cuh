@@ -50,8 +50,7 @@ struct SkinnyTcTraits {
   static constexpr int kArows = kMaxM == 16 ? 2 : 1;
   // K-contiguous: kNT 8-row tiles per warp, kKU 16-byte loads per row and step.
   static constexpr int kNT = 2, kKU = 4;
-  // N-contiguous: 64 columns (8 tiles) per warp, kNU groups of 4 rows per step (shifted rows load two
-  // words per piece: one group keeps them in registers, 8 bytes spilled with two).
+  // N-contiguous: 64 columns (8 tiles) per warp, kNU groups of 4 rows per step.
   static constexpr int kNU = 2;
   static constexpr int kTiles = kAlongK ? kNT : 8;
   static constexpr int kWarpCols = kAlongK ? 8 * kNT : 64;
