@@ -115,6 +115,20 @@ float time_us(F launch, bool flush = true) {
   return ts[ts.size() / 2];
 }
 
+// Relative Frobenius error of n bf16 outputs against the fp32 reference (both on the device).
+float rel_err(const T* out, const float* ref, size_t n) {
+  std::vector<T> h(n);
+  std::vector<float> r(n);
+  CK(cudaMemcpy(h.data(), out, n * sizeof(T), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(r.data(), ref, n * sizeof(float), cudaMemcpyDeviceToHost));
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = (double)__bfloat162float(h[i]) - r[i];
+    num += d * d; den += (double)r[i] * r[i];
+  }
+  return (float)sqrt(num / std::max(den, 1e-30));
+}
+
 template <class Tr>
 float run(const Case& c, const T* x, const T* w, T* out, int splits, bool empty, const float* ref, float* err,
           float* hot = nullptr) {
@@ -143,16 +157,7 @@ float run(const Case& c, const T* x, const T* w, T* out, int splits, bool empty,
   launch();
   CK(cudaDeviceSynchronize());
   if (!empty) {
-    std::vector<T> h((size_t)c.m * c.n);
-    std::vector<float> r((size_t)c.m * c.n);
-    CK(cudaMemcpy(h.data(), out, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(r.data(), ref, r.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    double num = 0, den = 0;
-    for (size_t i = 0; i < h.size(); ++i) {
-      const double d = (double)__bfloat162float(h[i]) - r[i];
-      num += d * d; den += (double)r[i] * r[i];
-    }
-    *err = (float)sqrt(num / std::max(den, 1e-30));
+    *err = rel_err(out, ref, (size_t)c.m * c.n);
   }
   if (hot) *hot = time_us(launch, false);
   return time_us(launch);
@@ -203,16 +208,7 @@ void launchers(const T* x, const T* w, T* out, float* ref, double read_gbs) {
       CK(cudaMemset(out, 0xff, (size_t)c.m * c.n * sizeof(T)));
       if (v == 0) skinny_ffma_cuda<T>(p, 0); else skinny_tc_cuda<T>(p, 0);
       CK(cudaDeviceSynchronize());
-      std::vector<T> h((size_t)c.m * c.n);
-      std::vector<float> r(h.size());
-      CK(cudaMemcpy(h.data(), out, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(r.data(), ref, r.size() * sizeof(float), cudaMemcpyDeviceToHost));
-      double num = 0, den = 0;
-      for (size_t i = 0; i < h.size(); ++i) {
-        const double d = (double)__bfloat162float(h[i]) - r[i];
-        num += d * d; den += (double)r[i] * r[i];
-      }
-      err[v] = (float)sqrt(num / std::max(den, 1e-30));
+      err[v] = rel_err(out, ref, (size_t)c.m * c.n);
     }
     const float tf = time_us([&] { skinny_ffma_cuda<T>(p, 0); });
     const float tt = time_us([&] { skinny_tc_cuda<T>(p, 0); });
@@ -247,7 +243,7 @@ void show_slots(const char* name, int64_t blocks, int64_t k) {
   printf("%s: slots", name);
   for (int s = 1; s <= 8; ++s) printf(" %d:%lld", s, (long long)slots_of(s));
   printf("; %lld column blocks, K %lld -> splits %d\n", (long long)blocks, (long long)k,
-         Tr::splits(blocks, k, single, true, slots_of));
+         skinny_splits(blocks, k, true, slots_of));
 }
 
 int main() {

@@ -64,10 +64,12 @@ struct SkinnyArgs {
   MatmulEpilogue epi;
 };
 
-// Blocks per cluster along K: the count whose waves of blocks (`slots` resident at once) are
-// predicted to finish first, a block costing its K rows plus a fixed kOverheadRows (staging A,
-// the reductions); at most kSkinnyMaxSplits, and every block gets at least 2 * kSkinnyKAlign rows.
-inline int skinny_splits(int64_t blocks, int64_t k, int64_t slots, bool clusters) {
+// Blocks per cluster along K: the count whose waves of blocks are predicted to finish first, a block
+// costing its K rows plus a fixed kOverheadRows (staging A, the reductions); at most kSkinnyMaxSplits,
+// every block at least 2 * kSkinnyKAlign rows. slots_of(s): the blocks resident at once in clusters
+// of s (<= 0: that size cannot run).
+template <typename SlotsOf>
+int skinny_splits(int64_t blocks, int64_t k, bool clusters, SlotsOf slots_of) {
   if (!clusters) return 1;
   constexpr int64_t kOverheadRows = 96;
   int best = 1;
@@ -75,6 +77,8 @@ inline int skinny_splits(int64_t blocks, int64_t k, int64_t slots, bool clusters
   for (int s = 1; s <= kSkinnyMaxSplits; ++s) {
     const int64_t rows = (k + s - 1) / s;
     if (s > 1 && rows < 2 * kSkinnyKAlign) break;
+    const int64_t slots = slots_of(s);
+    if (slots <= 0) continue;
     const int64_t waves = (blocks * s + slots - 1) / slots;
     const double cost = static_cast<double>(waves) * static_cast<double>(rows + kOverheadRows);
     if (s == 1 || cost < best_cost * 0.97) {  // a split must pay for itself
@@ -84,6 +88,25 @@ inline int skinny_splits(int64_t blocks, int64_t k, int64_t slots, bool clusters
   }
   return best;
 }
+
+// The block's place in the grid (x = column block * splits + split, a cluster of `splits` blocks along
+// x; y = batch entry): its K range and first output column, its batch entry's A and B.
+template <typename T>
+struct SkinnyBlock {
+  int split, n0, k_begin, k_end;
+  int64_t z;
+  const T* x;
+  const T* w;
+
+  __device__ __forceinline__ SkinnyBlock(const SkinnyArgs<T>& g, int bn)
+      : split(static_cast<int>(blockIdx.x % static_cast<unsigned>(g.splits))),
+        n0(static_cast<int>(blockIdx.x / static_cast<unsigned>(g.splits)) * bn),
+        k_begin(split * g.k_per_split),  // < 2^31: splits * k_per_split <= k + 8 * kSkinnyKAlign
+        k_end(min(g.k, k_begin + g.k_per_split)),
+        z(blockIdx.y),
+        x(g.x + z * g.x_batch),
+        w(g.w + z * g.w_batch) {}
+};
 
 template <typename T, int kMaxM_, bool kKContig_, bool kVec_>
 struct SkinnyTraits {
@@ -106,10 +129,7 @@ struct SkinnyTraits {
   static constexpr int kXRows = kSkinnyXBytes / (4 * kMaxM) / kSkinnyKAlign * kSkinnyKAlign;
   static constexpr int kSmemBytes = (kXRows * kMaxM + kMaxM * kBN) * 4;
   static_assert(kSmemBytes <= 48 * 1024, "skinny kernel: shared memory above the default limit");
-  template <typename SlotsOf>
-  static int splits(int64_t blocks, int64_t k, int64_t slots, bool clusters, SlotsOf /*slots_of*/) {
-    return skinny_splits(blocks, k, slots, clusters);
-  }
+  static constexpr bool kClusterSlots = false;  // split count from single-block slots (skinny_launch)
   static_assert(kSkinnyKAlign % kKS == 0 && kSkinnyKAlign % 8 == 0, "steps must tile a K range");
 };
 
@@ -359,13 +379,11 @@ __global__ void __launch_bounds__(kSkinnyThreads) matmul_skinny_kernel(const Ski
   float* xs = reinterpret_cast<float*>(skinny_smem);
   float* ps = xs + Tr::kXRows * kM;
 
-  const int split = static_cast<int>(blockIdx.x % static_cast<unsigned>(g.splits));
-  const int n0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(g.splits)) * kBN;
-  const int64_t z = blockIdx.y;
-  const T* __restrict__ x = g.x + z * g.x_batch;
-  const T* __restrict__ w = g.w + z * g.w_batch;
-  const int k_begin = split * g.k_per_split;  // < 2^31: splits * k_per_split <= k + 8 * kSkinnyKAlign
-  const int k_end = min(g.k, k_begin + g.k_per_split);
+  const SkinnyBlock<T> blk(g, kBN);
+  const int split = blk.split, n0 = blk.n0, k_begin = blk.k_begin, k_end = blk.k_end;
+  const int64_t z = blk.z;
+  const T* __restrict__ x = blk.x;
+  const T* __restrict__ w = blk.w;
 
   constexpr int kAccA = Tr::kKContig ? Tr::kRows : kM, kAccB = Tr::kKContig ? kM : Tr::kNL;
   float acc[kAccA][kAccB];
@@ -470,10 +488,11 @@ void skinny_launch(const MatmulParams& p, gpuStream_t stream, Kernel kernel) {
   const bool clusters = false;
 #endif
   // Blocks resident at once in clusters of s blocks (a cluster lives in one GPC, so fewer than
-  // slots for s > 1), read once per device and size; -1 where the query is refused.
+  // slots for s > 1), read once per device and size; -1 where the query is refused. Traits without
+  // kClusterSlots count every size in single-block slots.
   static std::atomic<int64_t> cluster_slots_cache[kSkinnyMaxSplits + 1][kMaxCachedDevices] = {};
   auto slots_of = [&](int s) -> int64_t {
-    if (s <= 1) return slots;
+    if (s <= 1 || !Tr::kClusterSlots) return slots;
 #if defined(AITER_LITE_CUDA)
     return per_device(cluster_slots_cache[s], [&](int dev) -> int64_t {
       int sms = 0;
@@ -485,7 +504,7 @@ void skinny_launch(const MatmulParams& p, gpuStream_t stream, Kernel kernel) {
     return int64_t{-1};
 #endif
   };
-  g.splits = Tr::splits(col_blocks * p.batch, p.k, slots, clusters, slots_of);
+  g.splits = skinny_splits(col_blocks * p.batch, p.k, clusters, slots_of);
   const int64_t per = (p.k + g.splits - 1) / g.splits;
   g.k_per_split = static_cast<int32_t>((per + kSkinnyKAlign - 1) / kSkinnyKAlign * kSkinnyKAlign);
   if (col_blocks * g.splits > kMaxDim) invalid("output too wide for the skinny kernel");

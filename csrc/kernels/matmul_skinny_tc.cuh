@@ -28,7 +28,6 @@
 // the one rounding) as in the FFMA kernel: deterministic.
 #pragma once
 
-#include <algorithm>
 #include <type_traits>
 
 #include "matmul_skinny.cuh"
@@ -60,30 +59,10 @@ struct SkinnyTcTraits {
   static constexpr int kStepK = kAlongK ? 32 * kKU : 16 * kNU;
   static constexpr int kSmemBytes = kMaxM * kBN * 4;  // ps
   static constexpr bool kStreamW = true;               // W's 16-byte loads skip L1 (ld_stream16)
-  // Blocks per cluster along K: the count whose waves of clusters finish first, waves counted in
-  // the clusters of that size the GPU keeps resident (slots_of), a block costing its K rows plus
-  // kOverheadRows; every block at least 2 * kSkinnyKAlign rows. (skinny_splits, which counts waves
-  // in single-block slots, put 8-block clusters on 4096 x 4096 that ran in two waves: 34 us against
-  // 24 us for 6 on the H100, session 22, bench/lab/skinny_tc_lab.cu.)
-  template <typename SlotsOf>
-  static int splits(int64_t blocks, int64_t k, int64_t /*slots*/, bool clusters, SlotsOf slots_of) {
-    constexpr int64_t kOverheadRows = 96;
-    int best = 1;
-    double best_cost = 0.0;
-    for (int s = 1; s <= (clusters ? kSkinnyMaxSplits : 1); ++s) {
-      const int64_t rows = (k + s - 1) / s;
-      if (s > 1 && rows < 2 * kSkinnyKAlign) break;
-      const int64_t slots = slots_of(s);
-      if (slots <= 0) continue;
-      const int64_t waves = (blocks * s + slots - 1) / slots;
-      const double cost = static_cast<double>(waves) * static_cast<double>(rows + kOverheadRows);
-      if (s == 1 || cost < best_cost * 0.97) {
-        best = s;
-        best_cost = cost;
-      }
-    }
-    return best;
-  }
+  // Split count from the clusters of each size the GPU keeps resident (skinny_launch): counted in
+  // single-block slots, 8-block clusters on 4096 x 4096 ran in two waves (34 us against 24 us for 6,
+  // H100, session 22, bench/lab/skinny_tc_lab.cu).
+  static constexpr bool kClusterSlots = true;
   static_assert(kSkinnyKAlign % 16 == 0, "K ranges start on whole 16-byte pieces");
 };
 
@@ -332,7 +311,7 @@ __device__ __forceinline__ void skinny_tc_along_n(const SkinnyArgs<typename Tr::
   else skinny_tc_along_n_steps<Tr, true>(g, x, w, nw, wk, k_begin, k_end, acc);
 }
 
-// Grid as the FFMA kernel's: x = column block * splits + split (a cluster along x), y = batch entry.
+// Grid as the FFMA kernel's (SkinnyBlock).
 template <class Tr>
 __global__ void __launch_bounds__(kSkinnyThreads, 2) matmul_skinny_tc_kernel(const SkinnyArgs<typename Tr::elem_t> g) {
   using T = typename Tr::elem_t;
@@ -340,13 +319,11 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2) matmul_skinny_tc_kernel(con
   extern __shared__ float4 skinny_smem[];
   float* ps = reinterpret_cast<float*>(skinny_smem);
 
-  const int split = static_cast<int>(blockIdx.x % static_cast<unsigned>(g.splits));
-  const int n0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(g.splits)) * kBN;
-  const int64_t z = blockIdx.y;
-  const T* __restrict__ x = g.x + z * g.x_batch;
-  const T* __restrict__ w = g.w + z * g.w_batch;
-  const int k_begin = split * g.k_per_split;
-  const int k_end = min(g.k, k_begin + g.k_per_split);
+  const SkinnyBlock<T> blk(g, kBN);
+  const int split = blk.split, n0 = blk.n0, k_begin = blk.k_begin, k_end = blk.k_end;
+  const int64_t z = blk.z;
+  const T* __restrict__ x = blk.x;
+  const T* __restrict__ w = blk.w;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wn = warp % Tr::kWarpsN, wk = warp / Tr::kWarpsN;
   const int nw = n0 + wn * Tr::kWarpCols;
