@@ -1,10 +1,12 @@
 // The seq_idx marks kernel (causal_conv1d_seq_marks.cuh says what the bits mean), shared by the rows kernels of the
 // forward and the backward. CUDA and HIP.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "causal_conv1d_common.cuh"
 #include "causal_conv1d_seq_marks.cuh"
+#include "per_device.h"
 #include "port.h"
 
 namespace aiter_lite {
@@ -68,14 +70,17 @@ __global__ void __launch_bounds__(256)
 
 }  // namespace
 
+// Read once per device (per_device), as the launchers' other device attributes: each seq_idx forward asks.
 bool programmatic_launch_supported() {
 #if defined(AITER_LITE_HIP)
   return false;
 #else
-  int device = 0, major = 0;
-  if (gpuGetDevice(&device) != gpuSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  return major >= 9;
+  static std::atomic<int> cache[kMaxCachedDevices] = {};
+  return per_device(cache, [](int dev) {
+           int major = 0;
+           AITER_LITE_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           return major >= 9 ? 1 : -1;
+         }) > 0;
 #endif
 }
 
