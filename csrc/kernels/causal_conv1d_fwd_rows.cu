@@ -223,12 +223,17 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     // Features: the initial state under the first vector's halo where it reaches before the row start (lane 0;
     // lane 1 too for fp32 at W >= 6), and the window marks of every vector.
     const int64_t e0 = static_cast<int64_t>(v0) * kNElts;
+    const int lead = wide_lead<kW>(a.w);  // the runtime-width kernel skips the first `lead` taps
     float init_x[kHalo > 0 ? kHalo : 1];
     const bool near_start = kFeatures && e0 < kHalo;
     if constexpr (kFeatures) {
+      // Positions -state_len .. -1 only: the runtime-width kernel's halo reaches further back than its state.
 #pragma unroll
-      for (int i = 0; i < kHalo; ++i)
-        init_x[i] = near_start && e0 - kHalo + i < 0 ? x_or_init<T>(a, xr, b, d, e0 - kHalo + i) : 0.f;
+      for (int i = 0; i < kHalo; ++i) {
+        const int64_t pos = e0 - kHalo + i;
+        init_x[i] = near_start && static_cast<uint64_t>(pos + a.state_len) < static_cast<uint64_t>(a.state_len)
+                        ? x_or_init<T>(a, xr, b, d, pos) : 0.f;
+      }
     }
     WindowMarks marks[kVecs];
     if constexpr (kFeatures) {
@@ -244,7 +249,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     float w[1][kW];
     float bias[1];
     load_weight_block<1, kW, kW == kWideWidth>(w, bias, a.w, d);
-    const int lead = wide_lead<kW>(a.w);  // the runtime-width kernel skips the first `lead` taps
 
     uint32_t prev_shfl[kHaloWordsAlloc] = {};
 #pragma unroll
