@@ -231,8 +231,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {
         const int64_t pos = e0 - kHalo + i;
-        init_x[i] = near_start && static_cast<uint64_t>(pos + a.state_len) < static_cast<uint64_t>(a.state_len)
-                        ? x_or_init<T>(a, xr, b, d, pos) : 0.f;
+        const bool in_state = kW == kWideWidth
+                                  ? static_cast<uint64_t>(pos + a.state_len) < static_cast<uint64_t>(a.state_len)
+                                  : pos < 0;
+        init_x[i] = near_start && in_state ? x_or_init<T>(a, xr, b, d, pos) : 0.f;
       }
     }
     WindowMarks marks[kVecs];
