@@ -51,7 +51,7 @@ def check(layout, b, d, length, width, x_dtype, w_dtype, features, segments=3):
 
 
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
-@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+@pytest.mark.parametrize("width", range(1, 9))
 def test_shifted_rows(x_dtype, w_dtype, width):
     """Rows off the 16-byte grid (row-relative vectors since session 19): odd lengths, rows of a vector or two
     (L = 2W + 1), and a call large enough for two vectors a lane (1 x 40 x 30001); with the features (states and
@@ -63,7 +63,7 @@ def test_shifted_rows(x_dtype, w_dtype, width):
 
 
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
-@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+@pytest.mark.parametrize("width", range(1, 9))
 def test_rows_seq_idx(x_dtype, w_dtype, width):
     """seq_idx on contiguous rows of whole 16-byte vectors: many segments (starts on every offset of a
     vector, single-token segments), one and two vectors a lane, with initial and final states."""
@@ -126,7 +126,7 @@ def test_rows_seq_idx_not_non_decreasing(shape, x_dtype, w_dtype, width):
 
 @pytest.mark.parametrize("layout", ["channel_last", "cl_pad", "cl_odd"])
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
-@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+@pytest.mark.parametrize("width", range(1, 9))
 def test_channel_last_paths(layout, x_dtype, w_dtype, width):
     torch.manual_seed(10 + width)
     for (b, d, length), features in itertools.product([(2, 72, 300), (2, 40, 129), (1, 48, 3000)], [False, True]):

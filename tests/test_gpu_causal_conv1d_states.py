@@ -20,7 +20,7 @@ GRAD_TOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+@pytest.mark.parametrize("width", range(1, 9))
 def test_states_and_seq_idx(dtype, layout, width):
     torch.manual_seed(0)
     for seqlen in [1, 3, 129, 1134]:
@@ -144,7 +144,7 @@ def test_varlen_states(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("width", [2, 4, 5])
+@pytest.mark.parametrize("width", [2, 4, 5, 6, 7, 8])
 def test_varlen_prefill_with_pool(dtype, layout, width):
     torch.manual_seed(1)
     lengths = [5, 1, 0, 170, 3, 400, 77]
