@@ -114,3 +114,24 @@ def test_backward_skips_taps(path, width, dtype):
     rdx, rdinit = torch.autograd.grad(ref, (x64, init64), dout.double())
     assert_same_finite(dx, rdx, TOL[dtype], f"{path} W={width} dx")
     assert_same_finite(dinit, rdinit, TOL[dtype], f"{path} W={width} dinit")
+
+
+@pytest.mark.parametrize("extra", [0, 4])
+@pytest.mark.parametrize("width", [5, 6, 7, 8])
+def test_update_many_items_long_state(width, extra):
+    """The update's step kernel with 4 items a thread (one token, batch x dim >= 2^18, state [B, D, S] not
+    channel-last) and states longer than the window (S = W - 1 + extra): entries before the window hold inf and
+    must only move down, never reach an output."""
+    from aiter_lite.ops.causal_conv1d_ref import causal_conv1d_update_ref
+    torch.manual_seed(width + extra)
+    batch, dim, dtype = 64, 4096, torch.bfloat16
+    state = random_normal((batch, dim, width - 1 + extra), dtype, DEV)
+    if extra:
+        state[:, ::3, 0] = float("inf")
+    x = random_normal((batch, dim), dtype, DEV)
+    w, bias = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)
+    want_state = state.clone()
+    ref = causal_conv1d_update_ref(x, want_state, w, bias, "silu")
+    out = aiter_lite.causal_conv1d_update(x, state, w, bias, "silu")
+    assert_same_finite(out, ref, TOL[dtype], f"update W={width} S={state.shape[-1]}")
+    assert torch.equal(state, want_state), "state after the step"
