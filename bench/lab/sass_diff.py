@@ -45,14 +45,15 @@ def kernels_of(obj: Path, tool: str) -> dict[str, list[str]]:
     for line in sass.splitlines():
         m = re.match(r"\s+Function : (\S+)", line)
         if m:
-            # the anonymous namespace's name (its length prefix too) hashes the unit's path: blank it
-            current = re.sub(r"\d+_GLOBAL__N__[0-9a-f]{8}_\d+_\w+?_cu_[0-9a-f]{8}(_\d+)?(?=\d)", "12_GLOBAL__N_1",
-                             m.group(1))
+            current = m.group(1)
             funcs[current] = []
         elif current and "/*" in line:
             ins = re.sub(r"/\*[0-9a-f]{4}\*/", "", line.split(";")[0]).strip()
             funcs[current].append(re.sub(r"0x[0-9a-f]+", "X", ins))
-    return funcs
+    # keyed by the demangled name: the anonymous namespace's mangled name hashes the unit's path and shard, its
+    # demangled form is "(anonymous namespace)" in every tree and shard
+    names = demangled(list(funcs))
+    return {names[n]: ins for n, ins in funcs.items()}
 
 
 def tree_kernels(spec, only: str, tmp: Path, jobs: int, tool: str) -> dict[str, list[str]]:
@@ -99,7 +100,7 @@ def main() -> int:
     (tmp / "base").mkdir()
     new = tree_kernels(new_spec, args.only, tmp / "new", args.jobs, tool)
     base = tree_kernels(base_spec, args.only, tmp / "base", args.jobs, tool)
-    names = demangled(sorted(set(new) | set(base)))
+    names = {n: n for n in set(new) | set(base)}
     same = [n for n in new if n in base and new[n] == base[n]]
     changed = [n for n in new if n in base and new[n] != base[n]]
     only_new = [n for n in new if n not in base]
