@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from test_gpu_causal_conv1d_bwd_paths import check, poison_allocator
-from conv_states_cases import random_normal
+from conv_states_cases import packed_seq_idx, random_normal
 from test_causal_conv1d_grad import grads_vs_reference
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -45,3 +45,7 @@ def test_backward_tile_every_width(width, x_dtype, w_dtype):
     poison_allocator(x.numel() * x.element_size())
     tol = {torch.bfloat16: 3e-2, torch.float16: 4e-3}[x_dtype]
     grads_vs_reference(x, w, bias, "silu", dtype_tol=tol)
+    # with initial states (dinit), final states (their gradient) and packed sequences
+    init = random_normal((b, d, width - 1), x_dtype, DEV)
+    seq = packed_seq_idx(b, length, DEV, 4)
+    grads_vs_reference(x, w, bias, "silu", initial_states=init, seq_idx=seq, final_states=True, dtype_tol=tol)
