@@ -24,6 +24,8 @@ PATHS = {
     "shifted_rows": ("contiguous", (2, 9, 777)),
     "channel_last_staged": ("channel_last", (2, 72, 300)),
     "channel_last_direct": ("cl_odd", (2, 40, 129)),
+    "rows_2_vectors": ("contiguous", (4, 256, 8192)),  # large enough for 2 vectors a lane
+    "shifted_rows_2_vectors": ("contiguous", (1, 40, 30001)),
 }
 
 
