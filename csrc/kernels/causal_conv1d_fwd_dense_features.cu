@@ -21,6 +21,9 @@
 //     nothing.
 // Final states (not aliasing the initial states) are written by the tile holding a row's
 // last element, one entry per lane; the others come from the second launch of causal_conv1d_fwd_features.cu.
+// Widths 5..8 share one runtime-width kernel per dtype and mode (kWideWidth taps, the filter right-aligned: the
+// first 8 - W taps are skipped, the initial state is read at its W - 1 entries only, and the window that decides
+// "clean" is W - 1 positions long; causal_conv1d_common.cuh).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -50,7 +53,8 @@ struct FwdDenseFeatTraits {
   static constexpr bool kRuns = kMode_ == DenseMode::kRuns;      // taps masked by equal seq ids
   static constexpr int kThreads = 128;
   // Blocks per SM: ptxas 13.0 (sm_90a) fits W <= 4 in 80 registers for kRows and 96 otherwise without
-  // spilling (4 bytes for 16-bit W = 4 with seq_idx); wider windows spilled up to 180 bytes at 96, so 128.
+  // spilling (4 bytes for 16-bit W = 4 with seq_idx); wider windows (W = 5..8 kernels, now the runtime-width
+  // one) spilled up to 180 bytes at 96, so 128.
   static constexpr int kMinBlocks = kWidth_ > 4 ? 4 : (kMode_ == DenseMode::kRows ? 6 : 5);
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
@@ -216,7 +220,11 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     }
     float w[kW];
     float bias;
-    load_channel_weights<kW>(w, bias, a.w, d);
+    load_channel_weights<kW, kW == kWideWidth>(w, bias, a.w, d);
+    // The runtime-width kernel skips the first `lead` taps; its window reaches halo = W - 1 positions back. (Written
+    // as constant expressions for the other kernels: an inlined 0 left the W = 1 kernel's code changed.)
+    const int lead = kW == kWideWidth ? wide_lead<kW>(a.w) : 0;
+    const int halo = kW == kWideWidth ? kHalo - lead : kHalo;
     // The sequence of this tile: the row.
     SeqState seq;
     if (kRuns) {
@@ -231,14 +239,15 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       set_slot(a, b, seq);
     }
     // init_win[q]: the input at position q - kHalo of the row (the initial state's last kHalo entries, or
-    // zeros): read by the row's first vectors, which only the first tile of a row holds.
+    // zeros): read by the row's first vectors, which only the first tile of a row holds. Entries q < lead lie
+    // before the state's W - 1 entries (maybe outside its allocation): not read, their taps are skipped.
     float init_win[kHaloAlloc];
 #pragma unroll
     for (int q = 0; q < kHaloAlloc; ++q)
-      init_win[q] = (kHalo > 0 && seg == 0 && seq.has_init)
+      init_win[q] = (kHalo > 0 && seg == 0 && seq.has_init && wide_tap_runs(q, lead))
                         ? init_at<T>(a, seq.slot, d, a.state_len - kHalo + q) : 0.f;
     // seq_idx: uid[k] = the id of all positions of vector k; prev_uid for the first lanes at k = 0: the id of
-    // all kHalo positions before their vector (kMixedIds if they differ or leave the row).
+    // all halo positions before their vector (kMixedIds if they differ or leave the row).
     int32_t uid[kMaxVecs];
     int32_t prev_uid[kIdHaloAlloc];
     int32_t id0 = 0;
@@ -251,9 +260,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
 #pragma unroll
       for (int p = 0; p < kIdHaloAlloc; ++p) prev_uid[p] = kMixedIds;
-      if (kIdHaloVecs > 0 && lane < kIdHaloVecs && t_k[0] >= kHalo && uid[0] != kMixedIds) {
+      if (kIdHaloVecs > 0 && lane < kIdHaloVecs && t_k[0] >= halo && uid[0] != kMixedIds) {
         bool same = true;
-        for (int h = 1; h <= kHalo; ++h) same = same && seq_id_at(a, b, t_k[0] - h) == uid[0];
+        for (int h = 1; h <= kHalo; ++h)  // h > halo: beyond the runtime-width kernel's window
+          same = same && (h > halo || seq_id_at(a, b, t_k[0] - h) == uid[0]);
 #pragma unroll
         for (int p = 0; p < kIdHaloAlloc; ++p) prev_uid[p] = same ? uid[0] : kMixedIds;
       }
@@ -277,7 +287,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         halo_words[kHaloWords - h] = lane >= p ? s : prev_words[h - 1];
         prev_words[h - 1] = s;
       }
-      bool clean = valid && t >= kHalo && t + kNElts <= L;
+      bool clean = valid && t >= halo && t + kNElts <= L;
       if (kRuns) {
         clean = clean && uid[0] != kMixedIds;
 #pragma unroll
@@ -304,7 +314,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           for (int i = 0; i < kNElts; ++i) {
             float acc = bias;
 #pragma unroll
-            for (int jj = 0; jj < kW; ++jj) acc = fmaf(w[jj], xs[i + jj], acc);
+            for (int jj = 0; jj < kW; ++jj)
+              if (wide_tap_runs(jj, lead)) acc = fmaf(w[jj], xs[i + jj], acc);
             yv.elt[i] = from_float<T>(padding ? 0.f : activate(acc, a.silu));
           }
           yv.store(out + e);
@@ -336,7 +347,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
             float acc = bias;
 #pragma unroll
             for (int jj = 0; jj < kW; ++jj)
-              acc = fmaf(w[jj], (!kRuns || ids[i + jj] == ids[kHalo + i]) ? xs[i + jj] : 0.f, acc);
+              if (wide_tap_runs(jj, lead))
+                acc = fmaf(w[jj], (!kRuns || ids[i + jj] == ids[kHalo + i]) ? xs[i + jj] : 0.f, acc);
             const bool padding = kRuns && ids[kHalo + i] < 0;
             out[e + i] = from_float<T>(padding ? 0.f : activate(acc, a.silu));
           }
@@ -367,7 +379,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         T v = from_float<T>(0.f);
         if (pos >= 0) {
           if (!kRuns || seq_id_at(a, b, pos) == last_id) v = x[row_flat + pos];
-        } else if (pos >= -kHalo && init_ok) {
+        } else if (pos >= -halo && init_ok) {
           v = static_cast<const T*>(a.init)[seq.slot * a.init_batch_stride + d * a.init_dim_stride +
                                             (a.state_len + pos) * a.init_seq_stride];
         }
@@ -438,7 +450,8 @@ void dense_features_launch(const CausalConv1dFwdParams& p, const FwdDenseFeature
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
-// shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// shard s holds the kernels of the widths w with width_shard(wide_shard_width(w), N) == s: widths 1..4 each
+// their own, widths 5..8 the kWideWidth kernels, in width 5's shard (AITER_LITE_CONV_WIDE_WIDTH_SWITCH skips
 // the others). The plan and fwd_dense_features_run, the entry causal_conv1d_fwd calls, compile in shard 0.
 template <int kShard, int kShards>
 void fwd_dense_features_shard(const CausalConv1dFwdParams& p, const FwdDenseFeaturesPlan& plan, const WeightArgs& w,
@@ -451,14 +464,16 @@ AITER_LITE_FOR_EACH_SHARD(AITER_LITE_DENSE_FEATURES_SHARD_EXTERN)
 #undef AITER_LITE_DENSE_FEATURES_SHARD_EXTERN
 static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
 
-// The kernels of this shard's widths (width_shard).
+// The kernels of this shard's widths (width_shard of wide_shard_width).
 template <int kShard, int kShards>
 void fwd_dense_features_shard(const CausalConv1dFwdParams& p, const FwdDenseFeaturesPlan& plan, const WeightArgs& w,
                               gpuStream_t stream) {
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
-      if (p.seq_idx != nullptr) dense_features_launch<scalar_t, kW, DenseMode::kRuns>(p, plan, w, stream);
-      else dense_features_launch<scalar_t, kW, DenseMode::kRows>(p, plan, w, stream);
+    // Widths 5..8: one runtime-width kernel per dtype and mode (kWideWidth).
+    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
+      const WeightArgs wk = weight_args_for<kW>(w, p.width);
+      if (p.seq_idx != nullptr) dense_features_launch<scalar_t, kW, DenseMode::kRuns>(p, plan, wk, stream);
+      else dense_features_launch<scalar_t, kW, DenseMode::kRows>(p, plan, wk, stream);
     });
   });
 }
@@ -499,7 +514,7 @@ FwdDenseFeaturesPlan fwd_dense_features_plan(const CausalConv1dFwdParams& p) {
 
 void fwd_dense_features_run(const CausalConv1dFwdParams& p, const FwdDenseFeaturesPlan& plan, const WeightArgs& w,
                             gpuStream_t stream) {
-  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
     fwd_dense_features_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, stream);
   });
   // The final states this kernel did not write: a second launch, after every read of the initial states.

@@ -24,6 +24,9 @@
 //                 state) happens before any write, so final_states may alias initial_states (a state pool
 //                 updated in place, same strides). Within a thread the entries are written in increasing
 //                 order: entry k reads initial-state entry L_b + k >= k, not yet overwritten.
+// Widths 5..8 of per_output and channel_last share one runtime-width kernel per dtype and layout (kWideWidth taps,
+// the filter right-aligned: the first 8 - W taps are skipped, and the window entries under them are never read, so
+// an initial state is read at its W - 1 entries only; causal_conv1d_common.cuh).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -103,7 +106,8 @@ struct FeatChannelLastTraits {
   // Bounds that ptxas 13.0 (sm_90a) meets without spilling: 96 registers for W <= 3 and fp32 W = 4 (the plain
   // kernel's 80 spilled here: the sequence state takes ~16), 128 for 16-bit W = 4 (at 96 it spilled 20 bytes
   // after the same-index seq_idx rule added the window's ids) and W = 5..6, 168 for 16-bit W = 7 (84 bytes
-  // spilled at 128) and W = 8.
+  // spilled at 128) and W = 8: the runtime-width kernel (kW = 8, widths 5..8) keeps W = 8's bounds (16-bit groups
+  // of 4: 163 registers).
   static constexpr bool k16 = sizeof(T) == 2;
   static constexpr int kMinBlocks =
       kV == 1 ? 4 : (kWidth <= 3 || (kWidth == 4 && !k16) ? 5 : (k16 && kWidth >= 7 ? 3 : 4));
@@ -154,7 +158,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     }
     float w[kV][kW];
     float bias[kV];
-    load_weight_block<kV, kW>(w, bias, a.w, d0);
+    load_weight_block<kV, kW, kW == kWideWidth>(w, bias, a.w, d0);
+    const int lead = wide_lead<kW>(a.w);  // the runtime-width kernel skips the first `lead` taps
 
     // The chunk is walked in pieces that lie in one sequence of varlen mode (one piece otherwise), so
     // the unrolled walk has no boundary to check; a piece starts with the window its sequence gives.
@@ -166,13 +171,19 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         if (t1 + u < t2) xv[u].load(xp + (t1 + u) * a.x_seq_stride);
       // win[i] = input at position t - kHalo + i for the next output t (initial state or zeros before the
       // sequence start), win_id[i] its seq_idx: a tap reads it only for an output of the same index
-      // (causal-conv1d's rule; the window before the start carries the first run's index).
+      // (causal-conv1d's rule; the window before the start carries the first run's index). The runtime-width
+      // kernel's entries i < lead (skipped taps) are not read: before the sequence start they would lie before the
+      // initial state's W - 1 entries, maybe outside its allocation.
       float win[kHaloAlloc][kV];
       int32_t win_id[kHaloAlloc];
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {
         const int64_t pos = t1 - kHalo + i;
-        if (pos >= s.start) {
+        if (!wide_tap_runs(i, lead)) {
+#pragma unroll
+          for (int c = 0; c < kV; ++c) win[i][c] = 0.f;
+          win_id[i] = cur_id;
+        } else if (pos >= s.start) {
           vec_t h;
           h.load(xp + pos * a.x_seq_stride);
 #pragma unroll
@@ -202,7 +213,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
               cur[c] = to_float(xv[u].elt[c]);
               float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
 #pragma unroll
-              for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], win_id[j] == id ? win[j][c] : 0.f, acc);
+              for (int j = 0; j < kHalo; ++j)
+                if (wide_tap_runs(j, lead)) acc = fmaf(w[c][j], win_id[j] == id ? win[j][c] : 0.f, acc);
               yv.elt[c] = from_float<T>(id < 0 ? 0.f : activate(acc, a.silu));  // padding tokens output 0
             }
             if (s.active) yv.store(op + (t + u) * a.out_seq_stride);
@@ -433,7 +445,8 @@ bool features_chunks_launch(const FwdFeatureArgs& a, bool fuse_final, bool small
 }
 
 // ---------------------------------------------------------------------------------------------
-// per_output: any strides; kW = 0 reads the width at run time
+// per_output: any strides; kW = 0 reads the width at run time (widths above kMaxTemplateWidth, the naive variant,
+// and the seq_idx fix-up's outputs); kW = kWideWidth serves widths 5..8 (filter right-aligned, `lead` taps skipped)
 
 constexpr int kPerOutputThreads = 256;
 
@@ -444,11 +457,12 @@ __host__ __device__ __forceinline__ int64_t per_output_count(const FwdFeatureArg
 
 // Output (r, d, t) of batch row (or varlen sequence) b, with every feature's rule, as fp32 (after the
 // activation; padding tokens give 0); false when the row or sequence is padding (nothing is written). kW = 0
-// reads the width at run time.
+// reads the width at run time; the runtime-width kernel (kW = kWideWidth) walks kW taps and skips the first lead.
 template <typename T, int kW>
 __device__ __forceinline__ bool output_at(const FwdFeatureArgs& a, int64_t r, int64_t b, int64_t d, int64_t t,
                                           float& y) {
-  const int64_t width = kW > 0 ? kW : a.width;
+  const int64_t width = kW > 0 ? kW : a.width;  // taps walked
+  const int lead = wide_lead<kW>(a.w);
   Sequence s = sequence_at(a, b);
   if (!s.active) return false;
   int32_t id = 0;
@@ -460,6 +474,8 @@ __device__ __forceinline__ bool output_at(const FwdFeatureArgs& a, int64_t r, in
   float acc = a.w.bias == nullptr ? 0.f : load_as_float(a.w.bias, a.w.dtype, d * a.w.bias_stride);
 #pragma unroll
   for (int64_t j = 0; j < (kW > 0 ? kW : width); ++j) {
+    // Before the filter: not read (an initial state has W - 1 entries), not multiplied.
+    if (kW == kWideWidth && !wide_tap_runs(static_cast<int>(j), lead)) continue;
     const int64_t pos = t - (width - 1) + j;
     float v = 0.f;
     if (pos >= s.start) {
@@ -467,7 +483,7 @@ __device__ __forceinline__ bool output_at(const FwdFeatureArgs& a, int64_t r, in
     } else if (s.has_init) {
       v = init_at<T>(a, s.slot, d, a.state_len - (s.start - pos));
     }
-    const float wj = load_as_float(a.w.weight, a.w.dtype, d * a.w.dim_stride + j * a.w.width_stride);
+    const float wj = load_as_float(a.w.weight, a.w.dtype, d * a.w.dim_stride + (j - lead) * a.w.width_stride);
     acc = fmaf(wj, v, acc);
   }
   y = id < 0 ? 0.f : activate(acc, a.silu);  // padding tokens (seq_idx < 0) output 0
@@ -680,9 +696,11 @@ FwdFeatureArgs make_feature_args(const CausalConv1dFwdParams& p, const WeightArg
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
-// shard s holds the per-output and channel-last kernels of the widths w with (w - 1) % N == s
-// (AITER_LITE_CONV_WIDTH_SWITCH skips the others). fwd_features_run, the entry, compiles in shard 0
-// with the runtime-width per-output kernel and the final-state kernel.
+// shard s holds the per-output, channel-last and chunks kernels of the widths w with
+// width_shard(wide_shard_width(w), N) == s: widths 1..4 each their own (chunks: only these), widths 5..8 the
+// kWideWidth kernels, in width 5's shard (AITER_LITE_CONV_WIDE_WIDTH_SWITCH skips the others).
+// fwd_features_run, the entry, compiles in shard 0 with the per-output kernel that reads the width at run time
+// (kW = 0: widths > 8, the naive variant), the seq_idx fix-up and the final-state kernel.
 template <int kShard, int kShards>
 void fwd_features_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream, int64_t out_len);
 template <int kShard, int kShards>
@@ -698,11 +716,12 @@ AITER_LITE_FOR_EACH_SHARD(AITER_LITE_FEATURES_SHARD_EXTERN)
 #undef AITER_LITE_FEATURES_SHARD_EXTERN
 static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
 
-// The compile-time-width launches of fwd_features_run, for a width of this shard (width_shard): the heads
-// of every row or sequence (fwd_features_heads_only) per output, else per output or channel-last by the layout.
+// The compile-time-width launches of fwd_features_run, for a width of this shard (width_shard of
+// wide_shard_width): the heads of every row or sequence (fwd_features_heads_only) per output, else per output or
+// channel-last by the layout.
 template <int kShard, int kShards>
 void fwd_features_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuStream_t stream, int64_t out_len) {
-  const FwdFeatureArgs a = make_feature_args(p, w, out_len);
+  FwdFeatureArgs a = make_feature_args(p, w, out_len);
   const bool prefix = fwd_features_heads_only(p, out_len);
   const int64_t B = a.rows, D = p.dim, L = p.seqlen;
   const bool channel_last = !prefix && (D == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1));
@@ -711,7 +730,9 @@ void fwd_features_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, gpu
     const bool vec = channel_last && D > 1 &&
                      channel_vectors_aligned(p.x, a.x_batch_stride, p.x_seq_stride, B, D, L, kV) &&
                      channel_vectors_aligned(p.out, a.out_batch_stride, p.out_seq_stride, B, D, L, kV);
-    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+    // Widths 5..8: one runtime-width kernel per dtype and layout (kWideWidth).
+    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
+      a.w = weight_args_for<kW>(w, p.width);
       if (!channel_last) features_per_output_launch<scalar_t, kW>(a, stream);
       else if (vec) features_channel_last_launch<scalar_t, kW, kV>(a, stream);
       else features_channel_last_launch<scalar_t, kW, 1>(a, stream);
@@ -753,7 +774,7 @@ void fwd_features_run(const CausalConv1dFwdParams& p, const WeightArgs& w, gpuSt
   const int64_t L = p.seqlen;
   bool fused_final = false;  // the outputs' kernel wrote the final states
   auto width_kernels = [&] {
-    with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
+    with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
       fwd_features_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, w, stream, out_len);
     });
   };
