@@ -38,14 +38,6 @@
 // us without seq_idx): a mask a tap with a per-window ids path 487 us (96 registers, 5 blocks an SM; the ids path alone
 // took it from 64 to 96 registers); the cut 451 us at 5 blocks, 414 at 6, 371 at 8 blocks with the ids path moved to
 // the reduce kernel (64 registers, 12 bytes spilled).
-//
-// Widths 5..8 share one runtime-width kernel of kWideWidth taps (causal_conv1d_common.cuh, kWideWidth): its windows,
-// halo shuffles, dpre lookahead and seq_idx windows (kSeqPad) are sized for kW - 1 = 7, the filter is right-aligned
-// in the kW slots and the lead = kW - W taps before it are skipped (their products discarded: the values only they
-// would read, before the initial state's first entry or across a sequence start further back than W - 1, reach no
-// output or gradient). States, dfinal, dinit and the partials' columns follow the real width (the kernel's `halo`,
-// W - 1), and so do the seq_idx marks (the marks kernel's halo: where it leaves a sequence's start unmarked, the
-// W - 1 positions before it are padding, and only skipped taps read further back).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -96,20 +88,18 @@ struct BwdRowsTraits {
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
   static constexpr int kThreads = 128;
-  // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for the runtime-width kernel (kW = 8, widths 5..8) so
-  // that its windows do not spill: W = 8's bounds (5, 4 with 4 vectors; ptxas 13.0, sm_90a: 64 registers spilled
-  // 4-164 bytes at W >= 6), with seq_idx 4, and 3 for 16-bit aligned rows with 2 vectors a lane (at 4 its skipped-tap
-  // predicates took it past 128 registers, 32 bytes spilled, where the W = 8 kernel fit 123-127; 168 at 3).
-  // Flat shifted rows (W <= 2) hold their masks too: 7 blocks (also with 2 vectors per lane: 72 registers,
+  // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for wider filters so that their windows do
+  // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
+  // Flat shifted rows hold their masks too: 7 blocks at W <= 4 (also with 2 vectors per lane: 72 registers,
   // timed 12-17% faster than 5 blocks in session 19); row-relative shifted rows take the aligned bounds.
   // seq_idx: 8 blocks at W <= 4 (session 20, H100: 371 us against 414 at 6 and 451 at 5 on bf16 1 x 4096 x 32768;
   // 64 registers, 12 bytes spilled), 6 for shifted rows with 2 vectors a lane (8 spilled 252 bytes there).
   static constexpr int kMinBlocks =
-      kWidth_ > kSpecialisedWidths
-          ? (kSeq_ ? (sizeof(T_) == 2 && !kShifted_ && kVecs_ >= 2 ? 3 : 4) : (kVecs_ >= 4 ? 4 : 5))
-      : kSeq_ ? (kShifted_ && kVecs_ >= 2 ? 6 : 8)
-      : kFlat ? (kVecs_ >= 2 ? kShiftedLargeBlocks : 7)
-              : (kVecs_ >= 4 ? 5 : 8);
+      kSeq_ ? (kWidth_ <= 4 ? (kShifted_ && kVecs_ >= 2 ? 6 : 8) : (kVecs_ >= 2 ? 4 : (kWidth_ <= 6 ? 5 : 4)))
+      : kFlat
+          ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
+                         : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
+                  : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
   static constexpr int kVecs = kVecs_;
@@ -141,9 +131,7 @@ struct BwdRowsArgs {
   int64_t seq_words;
   int64_t seqlen;
   int32_t row_vecs;         // aligned: L / kNElts; unaligned: ceil(L / kNElts), the last vector partial
-  // Flat shifted rows: positions before 0 a row's tiles cover, for dinit (the real W - 1 with dinit, else 0; not the
-  // runtime-width kernel's skipped taps, WeightArgs::lead, which never takes the flat form).
-  int32_t dinit_span;
+  int32_t lead;             // shifted: positions before 0 a tile covers (W - 1 with dinit, else 0)
   int64_t n_elts;           // shifted: B * D * L, the flat array's length
   uint32_t n_tiles;         // rows * tiles_per_row < 2^31
   uint32_t tiles_per_row;
@@ -178,52 +166,34 @@ __device__ __forceinline__ void zero_padding(typename Ktraits::vec_t& gv, uint32
   }
 }
 
-// Whether tap j is live in a kernel that skips the taps j < lead (wide_lead: the runtime-width kernel's, a constant 0
-// elsewhere). The runtime-width kernel serves widths kSpecialisedWidths + 1 .. kWideWidth, so lead <= kMaxWideLead
-// and its taps from kMaxWideLead on need no predicate (with all 8 taps predicated, the seq_idx forms spilled).
-constexpr int kMaxWideLead = kWideWidth - kSpecialisedWidths - 1;
-__device__ __forceinline__ bool tap_live(int j, int lead) { return j >= kMaxWideLead || j >= lead; }
-// c + a * b where the tap is live, else c (the product discarded: a skipped tap's inf or NaN reaches nothing). A
-// select, not a branch: with a branch a tap, cicc took about 1.5x as long over the runtime-width kernels.
-__device__ __forceinline__ float fma_if(bool live, float a, float b, float c) {
-  const float r = fmaf(a, b, c);
-  return live ? r : c;
-}
-
 // The per-position pieces of a vector, shared by the plain and the seq_idx forms (xs: x at positions
-// e - kHalo .. e + kNElts - 1; dpw: dpre at positions e .. e + kNElts + kHalo - 1). lead: the taps j < lead that
-// the runtime-width kernel skips (tap_live); a skipped tap's product is discarded (fma_if), so the window values only
-// it would read (further back than the real filter, or from another sequence) reach nothing.
+// e - kHalo .. e + kNElts - 1; dpw: dpre at positions e .. e + kNElts + kHalo - 1).
 // pre-activation of position i: bias + the taps over xs[i .. i + kHalo].
 template <typename Ktraits>
 __device__ __forceinline__ float pre_at(const float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
-                                        const float (&w)[Ktraits::kWidth], float bias, int i, int lead) {
+                                        const float (&w)[Ktraits::kWidth], float bias, int i) {
   float pre = bias;
 #pragma unroll
-  for (int j = 0; j < Ktraits::kWidth; ++j)
-    pre = fma_if(tap_live(j, lead), w[j], xs[i + j], pre);
+  for (int j = 0; j < Ktraits::kWidth; ++j) pre = fmaf(w[j], xs[i + j], pre);
   return pre;
 }
 
 // dweight/dbias sums of position i: acc[j] += dp * x at tap j, acc[kW] += dp.
 template <typename Ktraits>
 __device__ __forceinline__ void add_sums_at(float (&acc)[Ktraits::kWidth + 1], float dp,
-                                            const float (&xs)[Ktraits::kHalo + Ktraits::kNElts], int i, int lead) {
+                                            const float (&xs)[Ktraits::kHalo + Ktraits::kNElts], int i) {
 #pragma unroll
-  for (int j = 0; j < Ktraits::kWidth; ++j)
-    acc[j] = fma_if(tap_live(j, lead), dp, xs[i + j], acc[j]);
+  for (int j = 0; j < Ktraits::kWidth; ++j) acc[j] = fmaf(dp, xs[i + j], acc[j]);
   acc[Ktraits::kWidth] += dp;
 }
 
-// dx of position i: the taps over dpw[i .. i + kHalo] (tap j reads dpw[i + kHalo - j]: the skipped taps the
-// values past the real filter's reach, dpw[i + kHalo - lead + 1 ..]).
+// dx of position i: the taps over dpw[i .. i + kHalo].
 template <typename Ktraits>
 __device__ __forceinline__ float dx_at(const float (&dpw)[Ktraits::kNElts + Ktraits::kHalo],
-                                       const float (&w)[Ktraits::kWidth], int i, int lead) {
+                                       const float (&w)[Ktraits::kWidth], int i) {
   float acc_x = 0.f;
 #pragma unroll
-  for (int j = 0; j < Ktraits::kWidth; ++j)
-    acc_x = fma_if(tap_live(j, lead), w[j], dpw[i + Ktraits::kHalo - j], acc_x);
+  for (int j = 0; j < Ktraits::kWidth; ++j) acc_x = fmaf(w[j], dpw[i + Ktraits::kHalo - j], acc_x);
   return acc_x;
 }
 
@@ -232,27 +202,26 @@ template <typename Ktraits, int kCount = Ktraits::kNElts>
 __device__ __forceinline__ void dpre_of_vector(float (&dp)[Ktraits::kNElts],
                                                const float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
                                                const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
-                                               float bias, bool silu, int lead) {
+                                               float bias, bool silu) {
 #pragma unroll
-  for (int i = 0; i < kCount; ++i)
-    dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i, lead), to_float(gv.elt[i]), silu);
+  for (int i = 0; i < kCount; ++i) dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), to_float(gv.elt[i]), silu);
 }
 
 // dweight/dbias sums of a vector.
 template <typename Ktraits>
 __device__ __forceinline__ void sums_of_vector(float (&acc)[Ktraits::kWidth + 1], const float (&dp)[Ktraits::kNElts],
-                                               const float (&xs)[Ktraits::kHalo + Ktraits::kNElts], int lead) {
+                                               const float (&xs)[Ktraits::kHalo + Ktraits::kNElts]) {
 #pragma unroll
-  for (int i = 0; i < Ktraits::kNElts; ++i) add_sums_at<Ktraits>(acc, dp[i], xs, i, lead);
+  for (int i = 0; i < Ktraits::kNElts; ++i) add_sums_at<Ktraits>(acc, dp[i], xs, i);
 }
 
 // dx of a vector from dpw.
 template <typename Ktraits>
 __device__ __forceinline__ void dx_of_vector(float (&g)[Ktraits::kNElts],
                                              const float (&dpw)[Ktraits::kNElts + Ktraits::kHalo],
-                                             const float (&w)[Ktraits::kWidth], int lead) {
+                                             const float (&w)[Ktraits::kWidth]) {
 #pragma unroll
-  for (int i = 0; i < Ktraits::kNElts; ++i) g[i] = dx_at<Ktraits>(dpw, w, i, lead);
+  for (int i = 0; i < Ktraits::kNElts; ++i) g[i] = dx_at<Ktraits>(dpw, w, i);
 }
 
 // seq_idx: dp (the first kCount elements) and, with kSums, the dweight/dbias sums of the vector whose x window is xs
@@ -261,11 +230,11 @@ template <typename Ktraits, int kCount = Ktraits::kNElts, bool kSums = true>
 __device__ __forceinline__ void dpre_cut(float (&dp)[Ktraits::kNElts], float (&acc)[Ktraits::kWidth + 1],
                                          float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
                                          const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
-                                         float bias, bool silu, uint32_t starts, uint32_t pads, int lead) {
+                                         float bias, bool silu, uint32_t starts, uint32_t pads) {
   constexpr int kHalo = Ktraits::kHalo;
   walk_cut<kHalo, kHalo + Ktraits::kNElts, Ktraits::kSeqPad - kHalo, kCount>(xs, starts, pads, [&](int i) {
-    dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i, lead), to_float(gv.elt[i]), silu);
-    if constexpr (kSums) add_sums_at<Ktraits>(acc, dp[i], xs, i, lead);
+    dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), to_float(gv.elt[i]), silu);
+    if constexpr (kSums) add_sums_at<Ktraits>(acc, dp[i], xs, i);
   });
 }
 
@@ -274,11 +243,11 @@ __device__ __forceinline__ void dpre_cut(float (&dp)[Ktraits::kNElts], float (&a
 // that an earlier position could read (the kHalo from r). Padding tokens get dx 0.
 template <typename Ktraits>
 __device__ __forceinline__ void dx_cut(float (&g)[Ktraits::kNElts], float (&dpw)[Ktraits::kNElts + Ktraits::kHalo],
-                                       const float (&w)[Ktraits::kWidth], uint32_t starts, uint32_t pads, int lead) {
+                                       const float (&w)[Ktraits::kWidth], uint32_t starts, uint32_t pads) {
   constexpr int kHalo = Ktraits::kHalo, kNElts = Ktraits::kNElts, kPad = Ktraits::kSeqPad;
 #pragma unroll
   for (int r = kNElts + kHalo - 1; r >= 0; --r) {
-    if (r < kNElts) g[r] = dx_at<Ktraits>(dpw, w, r, lead);  // the starts after r are applied, its own is not
+    if (r < kNElts) g[r] = dx_at<Ktraits>(dpw, w, r);  // the starts after r are applied, its own is not
     if (r >= 1 && ((starts >> (r + kPad)) & 1u)) {
 #pragma unroll
       for (int m = r; m < r + kHalo && m < kNElts + kHalo; ++m) dpw[m] = 0.f;
@@ -515,14 +484,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   constexpr int kHaloWordsAlloc = Ktraits::kHaloWordsAlloc;
 
   constexpr bool kSeq = Ktraits::kSeq;
-  // The runtime-width kernel (kW = kWideWidth serving widths 5..8): the real filter's W taps are right-aligned in
-  // kW slots and the first `lead` = kW - W are skipped (wide_lead; uniform over the launch). kHalo = kW - 1 sizes the
-  // windows, the halo shuffles and the dpre lookahead; `halo` = W - 1 is the real filter's reach, which the states
-  // (initial states, dfinal, dinit: W - 1 entries) and the partials' columns follow. Elsewhere lead is a constant 0.
-  constexpr bool kWide = kW == kWideWidth && kWideWidth > kSpecialisedWidths;
-  static_assert(!(kWide && kFlat), "the flat form (16-bit W <= 2) indexes states and dinit by kHalo");
-  const int lead = wide_lead<kW>(a.w);
-  const int halo = kWide ? kHalo - lead : kHalo;  // kHalo spelled out: W <= 4 keep their code as it was
 
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -542,7 +503,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     vidx_t v0;
     int64_t shift;
     if constexpr (kFlat) {
-      const int64_t lo = row_off - a.dinit_span;  // flat index of the row's first covered position
+      const int64_t lo = row_off - a.lead;  // flat index of the row's first covered position
       const int64_t first = lo >= 0 ? lo / kNElts : -((-lo + kNElts - 1) / kNElts);
       v0 = first + static_cast<int64_t>(seg) * Ktraits::kTileVecs + lane;
       shift = row_off;
@@ -603,9 +564,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
     }
     // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
-    // (lane 0, and the next lanes too when the halo is longer than a vector: fp32 with kHalo > 4). Position
-    // e0 - kHalo + i is state entry e0 + i - lead; the runtime-width kernel's window reaches before the state's
-    // first entry (position -(W - 1)), where it reads nothing: zeros, which only skipped taps meet.
+    // (lane 0, and the next lanes too when the halo is longer than a vector: fp32 with W >= 6).
     const int64_t e0 = static_cast<int64_t>(v0) * kNElts - shift;
     const bool near_start = !kFlat && e0 < kHalo;
     float init_x[kHaloAlloc];
@@ -614,13 +573,13 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     if (near_start && a.st.init != nullptr) {
 #pragma unroll
       for (int i = 0; i < kHalo; ++i)
-        if (e0 + i < kHalo && (!kWide || e0 + i >= lead))
-          init_x[i] = load_state<T>(a.st.init, b, d, e0 + i - lead, a.st.init_batch_stride, a.st.init_dim_stride,
+        if (e0 + i < kHalo)
+          init_x[i] = load_state<T>(a.st.init, b, d, e0 + i, a.st.init_batch_stride, a.st.init_dim_stride,
                                     a.st.init_seq_stride);
     }
     float w2[1][kW];
     float bias2[1];
-    load_weight_block<1, kW, kWide>(w2, bias2, a.w, d);  // kWide: `lead` leading zeros, then the filter
+    load_weight_block<1, kW>(w2, bias2, a.w, d);
     const float(&w)[kW] = w2[0];
     const float bias = bias2[0];
 
@@ -653,16 +612,15 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           if (e0 + i < kHalo) xs[i] = init_x[i];
       }
       if constexpr (kSeq) {  // every vector cut at its starts (the file comment says why)
-        dpre_cut<Ktraits>(dp[k], acc, xs, gv[k], w, bias, a.silu, starts[k], pads[k], lead);
+        dpre_cut<Ktraits>(dp[k], acc, xs, gv[k], w, bias, a.silu, starts[k], pads[k]);
       } else {
-        dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu, lead);
+        dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
         if constexpr (kFlat)
           if (!inside) mask_dpre<Ktraits>(dp[k], e, L);
-        sums_of_vector<Ktraits>(acc, dp[k], xs, lead);
+        sums_of_vector<Ktraits>(acc, dp[k], xs);
       }
     }
-    // dpre of the vector after the tile: only its first kHalo elements are ever read (the runtime-width kernel's
-    // real taps only its first W - 1).
+    // dpre of the vector after the tile: only its first kHalo elements are ever read.
     constexpr int kNextElts = kHalo < kNElts ? kHalo : kNElts;
     float dp_next[kNElts] = {};
     if (kNextElts > 0) {
@@ -679,10 +637,9 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
       if constexpr (kSeq) {
         float unused[kW + 1];
-        dpre_cut<Ktraits, kNextElts, false>(dp_next, unused, xs, gn, w, bias, a.silu, starts[kVecs], pads[kVecs],
-                                            lead);
+        dpre_cut<Ktraits, kNextElts, false>(dp_next, unused, xs, gn, w, bias, a.silu, starts[kVecs], pads[kVecs]);
       } else {
-        dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu, lead);
+        dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
       }
       if constexpr (kFlat)
         if (ahead_cross) mask_dpre<Ktraits>(dp_next, e, L);
@@ -715,18 +672,17 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       const vidx_t v = v0 + k * kWarpSize;
       const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
       float g[kNElts];
-      // dfinal: the real filter's W - 1 last positions (halo), entry t - (L - halo).
-      const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - halo && e < L;
+      const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
       const bool at_dinit = !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
-      if constexpr (kSeq) dx_cut<Ktraits>(g, dpw, w, starts[k], pads[k], lead);
-      else dx_of_vector<Ktraits>(g, dpw, w, lead);
+      if constexpr (kSeq) dx_cut<Ktraits>(g, dpw, w, starts[k], pads[k]);
+      else dx_of_vector<Ktraits>(g, dpw, w);
       if (at_final) {
         // The row's last sequence takes dfinal (the states at the row's two ends: a few lanes, ids read).
         const int32_t last_id = kSeq ? row_ids[(L - 1) * a.seq_seq_stride] : 0;
 #pragma unroll
         for (int i = 0; i < kNElts; ++i)
-          if (e + i >= L - halo && e + i < L && (!kSeq || row_ids[(e + i) * a.seq_seq_stride] == last_id))
-            g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - halo), a.st.dfinal_batch_stride,
+          if (e + i >= L - kHalo && e + i < L && (!kSeq || row_ids[(e + i) * a.seq_seq_stride] == last_id))
+            g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
                                   a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
       }
       if constexpr (kFlat) {
@@ -762,35 +718,29 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           }
         }
         if (at_dinit) {
-          // dinit[kk - lead] = dx at position kk - kHalo (kk >= lead: the W - 1 positions -(W - 1) .. -1): taps
-          // lead <= j <= kk reach dpre[kk - j] >= 0 (kk - j < W - 1 < L here), in the row's first sequence (the
-          // initial states continue it). Indexed in the kW slots so that w stays in registers.
+          // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here), in
+          // the row's first sequence (the initial states continue it).
 #pragma unroll
           for (int kk = 0; kk < kHalo; ++kk) {
-            if (tap_live(kk, lead)) {
-              float acc_i = 0.f;
+            float acc_i = 0.f;
 #pragma unroll
-              for (int j = 0; j <= kk; ++j)
-                acc_i = fma_if(tap_live(j, lead), w[j],
-                               !kSeq || row_ids[(kk - j) * a.seq_seq_stride] == row_ids[0] ? dpw[kk - j] : 0.f,
-                               acc_i);
-              static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
-                                          (kk - lead) * a.st.dinit_seq_stride] = from_float<T>(acc_i);
-            }
+            for (int j = 0; j <= kk; ++j)
+              acc_i = fmaf(w[j], !kSeq || row_ids[(kk - j) * a.seq_seq_stride] == row_ids[0] ? dpw[kk - j] : 0.f,
+                           acc_i);
+            static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
+                                        kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
           }
         }
       }
     }
 
     if (a.partials.rows != nullptr) {
-      // Columns d * (W + 1) + j - lead (the real width's layout, causal_conv1d_bwd.h; dbias at W): skipped taps
-      // have none.
       float* prow = a.partials.rows + (static_cast<int64_t>(b) * a.tiles_per_row + seg) * a.partials.cols +
-                    static_cast<int64_t>(d) * (kW + 1 - lead);
+                    static_cast<int64_t>(d) * (kW + 1);
 #pragma unroll
       for (int j = 0; j <= kW; ++j) {
         const float s = warp_sum(acc[j]);
-        if (tap_live(j, lead) && lane == j % kWarpSize) prow[j - lead] = s;
+        if (lane == j % kWarpSize) prow[j] = s;
       }
     }
   }
@@ -801,18 +751,17 @@ int64_t row_vecs_of(int64_t L, int64_t n_elts, bool unaligned) {
   return unaligned ? (L + n_elts - 1) / n_elts : L / n_elts;
 }
 
-// Tiles per row: row_vecs_of's vectors; flat shifted rows at most (dinit_span + L + 2 kNElts - 2) / kNElts,
+// Tiles per row: row_vecs_of's vectors; flat shifted rows at most (lead + L + 2 kNElts - 2) / kNElts,
 // whatever the row's offset in the vector grid (every row gets the same count, so each (row, tile) writes
-// exactly one partial row, all-zero tiles included). width: the call's (plan and launch agree).
-int64_t tiles_per_row_of(int64_t L, int64_t dinit_span, int64_t n_elts, int64_t width, bool shifted, bool seq,
+// exactly one partial row, all-zero tiles included).
+int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width, bool shifted, bool seq,
                          int64_t tile_vecs) {
   const bool flat = shifted && flat_shifted_rows(static_cast<int>(kVecBytes / n_elts), static_cast<int>(width), seq);
-  const int64_t row_vecs = flat ? (dinit_span + L + 2 * n_elts - 2) / n_elts : row_vecs_of(L, n_elts, shifted);
+  const int64_t row_vecs = flat ? (lead + L + 2 * n_elts - 2) / n_elts : row_vecs_of(L, n_elts, shifted);
   return (row_vecs + tile_vecs - 1) / tile_vecs;
 }
 
-// BwdRowsArgs::dinit_span, from the call's width.
-int64_t dinit_span_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
+int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
 
 // The rows path's seq_idx workspace: [B, seq_marks_stride(L)] uint2 marks (causal_conv1d_seq_marks.cuh; 16-byte
 // aligned: it follows the partials, rounded up to 16 bytes), then the marks kernel's kSeqMarksBlocks recur flags.
@@ -837,10 +786,10 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.seq_words = seq_marks_words(p.seqlen);
   a.seqlen = p.seqlen;
   a.row_vecs = static_cast<int32_t>(row_vecs_of(p.seqlen, Ktraits::kNElts, Ktraits::kUnaligned));
-  a.dinit_span = static_cast<int32_t>(dinit_span_of(p));
+  a.lead = static_cast<int32_t>(lead_of(p));
   a.n_elts = p.batch * p.dim * p.seqlen;
   const int64_t tiles_per_row =
-      tiles_per_row_of(p.seqlen, a.dinit_span, Ktraits::kNElts, p.width, kShifted, kSeq, Ktraits::kTileVecs);
+      tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kW, kShifted, kSeq, Ktraits::kTileVecs);
   const int64_t n_tiles = p.batch * p.dim * tiles_per_row;  // < 2^31: bwd_rows_plan checked
   a.n_tiles = static_cast<uint32_t>(n_tiles);
   a.tiles_per_row = static_cast<uint32_t>(tiles_per_row);
@@ -855,9 +804,8 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
-// shard s holds the kernels of the widths w with width_shard(wide_shard_width(w), N) == s: widths 1..4 each
-// their own, widths 5..8 the one runtime-width kernel, in width 5's shard (AITER_LITE_CONV_WIDE_WIDTH_SWITCH
-// skips the others). The plan and bwd_rows_run, the entry the backward dispatch calls, are compiled in shard 0.
+// shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// the others). The plan and bwd_rows_run, the entry the backward dispatch calls, are compiled in shard 0.
 template <int kShard, int kShards>
 void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
                     const BwdPartials& partials, uint32_t* seq_starts, gpuStream_t stream);
@@ -871,12 +819,10 @@ static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHAR
 
 // The kernels of this shard's widths (width_shard).
 template <int kShard, int kShards>
-void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w_in,
+void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const WeightArgs& w,
                     const BwdPartials& partials, uint32_t* seq_starts, gpuStream_t stream) {
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    // Widths 5..8: one runtime-width kernel per dtype and form (kWideWidth; w.lead its skipped taps).
-    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
-      const WeightArgs w = weight_args_for<kW>(w_in, p.width);
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       const bool large = plan.vecs_per_lane == kRowsLargeVecs;
       if (plan.shifted && plan.seq) {
         if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true, true>(p, w, partials, seq_starts, stream);
@@ -910,10 +856,10 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
                      (p.dx == nullptr || dense_rows(p.dx_batch_stride, p.dx_dim_stride, p.dx_seq_stride, B, D, L)) &&
                      is_aligned(p.x, 16) && is_aligned(p.dout, 16) && is_aligned(p.dx, 16);
   if (!dense) return plan;
-  const int64_t dinit_span = dinit_span_of(p);
+  const int64_t lead = lead_of(p);
   // Share of a warp's lanes that hold positions of the row.
   auto tiles_per_row = [&](bool shifted, int64_t tile_vecs) {
-    return tiles_per_row_of(L, dinit_span, n_elts, p.width, shifted, seq, tile_vecs);
+    return tiles_per_row_of(L, lead, n_elts, p.width, shifted, seq, tile_vecs);
   };
   auto efficiency = [&](bool shifted, int64_t tile_vecs) {
     return static_cast<double>(L) / static_cast<double>(tiles_per_row(shifted, tile_vecs) * tile_vecs * n_elts);
@@ -949,7 +895,7 @@ void bwd_rows_run(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, const
     seq_marks_run(p.seq_idx, p.seq_idx_batch_stride, p.seq_idx_seq_stride, p.batch, p.seqlen,
                   static_cast<int>(p.width - 1), reinterpret_cast<uint2*>(seq_starts),
                   recur_flags_of(seq_starts, p.batch, p.seqlen), stream);
-  with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
     bwd_rows_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, partials, seq_starts, stream);
   });
 }

@@ -11,10 +11,6 @@
 // and short rows (L = 129) are packed several to a block instead of leaving most of a tile idle.
 // dweight/dbias: per-thread sums over the block's positions [t0, t0 + T), reduced over the block in a
 // fixed order and written to the block's partial row.
-// Widths 1..4 have their own kernels; widths 5..8 share one runtime-width kernel of kWideWidth taps
-// (causal_conv1d_common.cuh: the filter right-aligned, its first lead = kWideWidth - W taps skipped). Its
-// tiles, states, dinit and partials are those of the call's width W (halos of W - 1), so each thread
-// sums the same positions in the same order as a kernel compiled for W would: the same bits.
 #include <algorithm>
 #include <cstdint>
 
@@ -41,10 +37,6 @@ struct BwdTileTraits {
   using T = T_;
   static constexpr int kWidth = kWidth_;
   static constexpr int kHalo = kWidth - 1;
-  // The runtime-width kernel (widths kSpecialisedWidths + 1 .. kWideWidth; wide_lead), and the most taps it skips
-  // (width kSpecialisedWidths + 1): shared memory has that many slots before x.
-  static constexpr bool kRuntimeWidth = kWidth == kWideWidth && kWideWidth > kSpecialisedWidths;
-  static constexpr int kMaxLead = kRuntimeWidth ? kWideWidth - kSpecialisedWidths - 1 : 0;
   static constexpr bool kSeq = kSeq_;
   static constexpr int kThreads = kTileThreads;
   static constexpr int kMinBlocks = 6;
@@ -63,8 +55,7 @@ struct BwdTileArgs {
   int64_t batch, dim, seqlen;
   int64_t tile_len, rows, n_tiles, n_row_groups, n_blocks;  // n_blocks = dim * n_row_groups * n_tiles
   FastDivmod div_tiles, div_row_groups;
-  // Positions per row: of x (T + 2(W-1)), of dout (T + W - 1), of dx (T, or T + W - 1 with dinit); W the call's
-  // width.
+  // Positions per row: of x (T + 2(W-1)), of dout (T + W - 1), of dx (T, or T + W - 1 with dinit).
   FastDivmod32 div_x_span, div_g_span, div_dx_span, div_dx_dinit_span;
   int64_t x_batch_stride, x_dim_stride, x_seq_stride;
   int64_t dout_batch_stride, dout_dim_stride, dout_seq_stride;
@@ -90,16 +81,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t L = a.seqlen;
-  // The runtime-width kernel skips taps j < lead (uniform over the launch), and its halo is the call's width - 1.
-  // Elsewhere 0 and kHalo, constants from the start (so widths 1..4 compile as before).
-  const int lead = Ktraits::kRuntimeWidth ? wide_lead<kW>(a.w) : 0;
-  const int halo = Ktraits::kRuntimeWidth ? kHalo - lead : kHalo;
-  // Tap j is used (j >= lead). lead <= kMaxLead, so the taps from kMaxLead on need no test.
-  const auto tap_used = [&](int j) { return j >= Ktraits::kMaxLead || j >= lead; };
-  const int x_span = static_cast<int>(a.tile_len) + 2 * halo;
-  const int g_span = static_cast<int>(a.tile_len) + halo;
+  const int x_span = static_cast<int>(a.tile_len) + 2 * kHalo;
+  const int g_span = static_cast<int>(a.tile_len) + kHalo;
   const int rows = static_cast<int>(a.rows);
-  float* xs = tile_smem + Ktraits::kMaxLead;    // [rows][x_span]
+  float* xs = tile_smem;                        // [rows][x_span]
   float* gs = xs + rows * x_span;               // [rows][g_span]
   int32_t* ss = reinterpret_cast<int32_t*>(gs + rows * g_span);  // [rows][x_span], seq mode
   const FastDivmod32 div_x_span = a.div_x_span, div_g_span = a.div_g_span;
@@ -116,9 +101,9 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const T* __restrict__ gd = static_cast<const T*>(a.dout) + d * a.dout_dim_stride;
 
     float w[kW], bias;
-    load_channel_weights<kW, Ktraits::kRuntimeWidth>(w, bias, a.w, d);
+    load_channel_weights<kW>(w, bias, a.w, d);
 
-    // Stage x (and seq ids) over [t0 - halo, t0 + T + halo) and dout over [t0, t0 + T + halo). All of
+    // Stage x (and seq ids) over [t0 - kHalo, t0 + T + kHalo) and dout over [t0, t0 + T + kHalo). All of
     // a thread's loads of one round are issued before its shared-memory stores.
     const int nx = rows_here * x_span;
     for (int f0 = 0; f0 < nx; f0 += kThreads * kTileLoadUnroll) {
@@ -133,11 +118,11 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           uint32_t i;
           const int64_t r = div_x_span.divmod(i, static_cast<uint32_t>(f));
           const int64_t b = b0 + r;
-          const int64_t t = t0 - halo + static_cast<int64_t>(i);
+          const int64_t t = t0 - kHalo + static_cast<int64_t>(i);
           if (t >= 0 && t < L) {
             v[u] = to_float(xd[b * a.x_batch_stride + t * a.x_seq_stride]);
           } else if (t < 0 && a.st.init != nullptr) {
-            v[u] = load_state<T>(a.st.init, b, d, t + halo, a.st.init_batch_stride, a.st.init_dim_stride,
+            v[u] = load_state<T>(a.st.init, b, d, t + kHalo, a.st.init_batch_stride, a.st.init_dim_stride,
                                  a.st.init_seq_stride);
           }
           if (Ktraits::kSeq)
@@ -175,58 +160,35 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     }
     __syncthreads();
 
-    // dpre over [t0, t0 + T + halo), in place; dweight/dbias sums over [t0, t0 + T).
+    // dpre over [t0, t0 + T + kHalo), in place; dweight/dbias sums over [t0, t0 + T).
     float acc[kW + 1];
 #pragma unroll
     for (int j = 0; j <= kW; ++j) acc[j] = 0.f;
-    // Two positions a round in the runtime-width kernel: the compiler unrolls the width-specialised kernels' loop so
-    // without seq_idx, but not this kernel's (H100, bf16 16x2048x129 strided, width 8: 66.4 us rolled, 63.3
-    // unrolled, the old width-8 kernel 59.6).
-    constexpr int kDpreUnroll = Ktraits::kRuntimeWidth ? 2 : 1;
-    for (int f0 = tid; f0 < ng; f0 += kThreads * kDpreUnroll) {
+    for (int f = tid; f < ng; f += kThreads) {
+      uint32_t i;
+      const int r = static_cast<int>(div_g_span.divmod(i, static_cast<uint32_t>(f)));
+      const int64_t t = t0 + static_cast<int64_t>(i);
+      const float* xr = xs + r * x_span + i;  // xr[m] = x at t - kHalo + m
+      const int32_t* sr = ss + r * x_span + i;
+      float xm[kW];
 #pragma unroll
-      for (int u = 0; u < kDpreUnroll; ++u) {
-        const int f = f0 + u * kThreads;
-        if (kDpreUnroll > 1 && f >= ng) break;
-        uint32_t i;
-        const int r = static_cast<int>(div_g_span.divmod(i, static_cast<uint32_t>(f)));
-        const int64_t t = t0 + static_cast<int64_t>(i);
-        // xr[j] = x at t - kHalo + j (tap j), for j >= lead.
-        const float* xr = xs + r * x_span + i - lead;
-        const int32_t* sr = ss + r * x_span + i - lead;
-        float xm[kW];
-        if constexpr (Ktraits::kRuntimeWidth) {
-          // Every tap loads (a skipped one before the row: in the previous row or in the kMaxLead slots before xs)
-          // and a skipped tap's value is replaced by 0: no branches in the loop (with seq_idx 2-4% faster than
-          // predicated loads on the H100).
+      for (int j = 0; j < kW; ++j) xm[j] = (!Ktraits::kSeq || sr[j] == sr[kHalo]) ? xr[j] : 0.f;
+      float pre = bias;
 #pragma unroll
-          for (int j = 0; j < kW; ++j) {
-            const float xv = xr[j];
-            xm[j] = tap_used(j) && (!Ktraits::kSeq || sr[j] == sr[kHalo]) ? xv : 0.f;
-          }
-        } else {
+      for (int j = 0; j < kW; ++j) pre = fmaf(w[j], xm[j], pre);
+      // seq_idx < 0: a padding token, whose output is a constant 0 (no gradient flows from it).
+      const float dp = t < L && !(Ktraits::kSeq && sr[kHalo] < 0) ? act_grad(pre, gs[f], a.silu) : 0.f;
+      gs[f] = dp;
+      if (static_cast<int64_t>(i) < a.tile_len) {
 #pragma unroll
-          for (int j = 0; j < kW; ++j) xm[j] = (!Ktraits::kSeq || sr[j] == sr[kHalo]) ? xr[j] : 0.f;
-        }
-        float pre = bias;
-#pragma unroll
-        for (int j = 0; j < kW; ++j)
-          if (tap_used(j)) pre = fmaf(w[j], xm[j], pre);
-        // seq_idx < 0: a padding token, whose output is a constant 0 (no gradient flows from it).
-        const float dp = t < L && !(Ktraits::kSeq && sr[kHalo] < 0) ? act_grad(pre, gs[f], a.silu) : 0.f;
-        gs[f] = dp;
-        if (static_cast<int64_t>(i) < a.tile_len) {
-#pragma unroll
-          for (int j = 0; j < kW; ++j)
-            if (tap_used(j)) acc[j] = fmaf(dp, xm[j], acc[j]);
-          acc[kW] += dp;
-        }
+        for (int j = 0; j < kW; ++j) acc[j] = fmaf(dp, xm[j], acc[j]);
+        acc[kW] += dp;
       }
     }
     __syncthreads();
 
-    // dx over [t0, t0 + T) (from -halo for dinit in the block at t0 = 0): dx[s] = sum_j w[j] dpre[s + kHalo - j].
-    const int lo = (t0 == 0 && a.st.dinit != nullptr) ? -halo : 0;
+    // dx over [t0, t0 + T) (from -kHalo for dinit in the block at t0 = 0): dx[s] = sum_j w[j] dpre[s + kHalo - j].
+    const int lo = (t0 == 0 && a.st.dinit != nullptr) ? -kHalo : 0;
     const int span = static_cast<int>(a.tile_len) - lo;
     const FastDivmod32 div_span = lo < 0 ? a.div_dx_dinit_span : a.div_dx_span;
     const int nd = rows_here * span;
@@ -238,19 +200,19 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       if (s >= L) continue;
       const int64_t b = b0 + r;
       const float* gr = gs + r * g_span;  // gr[m] = dpre at t0 + m
-      const int32_t* sr = ss + r * x_span + halo;  // sr[m] = seq id at t0 + m
+      const int32_t* sr = ss + r * x_span + kHalo;  // sr[m] = seq id at t0 + m
       const int32_t seq_s = Ktraits::kSeq ? sr[i] : 0;
       float v = 0.f;
 #pragma unroll
       for (int j = 0; j < kW; ++j) {
-        const int m = i + kHalo - j;  // <= i + halo for the taps used
-        if (tap_used(j) && m >= 0 && (!Ktraits::kSeq || sr[m] == seq_s)) v = fmaf(w[j], gr[m], v);
+        const int m = i + kHalo - j;
+        if (m >= 0 && (!Ktraits::kSeq || sr[m] == seq_s)) v = fmaf(w[j], gr[m], v);
       }
-      if (a.st.dfinal != nullptr && s >= L - halo) {
+      if (a.st.dfinal != nullptr && s >= L - kHalo) {
         const bool last_seq =
             !Ktraits::kSeq || seq_s == a.seq_idx[b * a.seq_batch_stride + (L - 1) * a.seq_seq_stride];
         if (last_seq)
-          v += load_state<T>(a.st.dfinal, b, d, s - (L - halo), a.st.dfinal_batch_stride, a.st.dfinal_dim_stride,
+          v += load_state<T>(a.st.dfinal, b, d, s - (L - kHalo), a.st.dfinal_batch_stride, a.st.dfinal_dim_stride,
                              a.st.dfinal_seq_stride);
       }
       if (s >= 0) {
@@ -258,7 +220,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           static_cast<T*>(a.dx)[b * a.dx_batch_stride + d * a.dx_dim_stride + s * a.dx_seq_stride] = from_float<T>(v);
       } else {
         static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
-                                    (s + halo) * a.st.dinit_seq_stride] = from_float<T>(v);
+                                    (s + kHalo) * a.st.dinit_seq_stride] = from_float<T>(v);
       }
     }
 
@@ -270,12 +232,11 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         if (lane == 0) red[warp][j] = s;
       }
       __syncthreads();
-      // Column d * (W + 1) + tap, tap = tid - lead (W: the bias); nothing for skipped taps.
-      if (tid <= kW && (!Ktraits::kRuntimeWidth || tid >= lead)) {
+      if (tid <= kW) {
         float s = 0.f;
 #pragma unroll
         for (int k = 0; k < Ktraits::kWarps; ++k) s += red[k][tid];
-        a.partials.rows[(rg * a.n_tiles + tile) * a.partials.cols + d * (halo + 2) + (tid - lead)] = s;
+        a.partials.rows[(rg * a.n_tiles + tile) * a.partials.cols + d * (kW + 1) + tid] = s;
       }
     }
     __syncthreads();  // shared memory is free for the next block item
@@ -286,7 +247,6 @@ template <typename T, int kW, bool kSeq>
 void bwd_tile_launch(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, const WeightArgs& w,
                      const BwdPartials& partials, gpuStream_t stream) {
   using Ktraits = BwdTileTraits<T, kW, kSeq>;
-  const int width = kW - w.lead;  // the call's width (kW but in the runtime-width kernel)
   BwdTileArgs a{};
   a.x = p.x;
   a.dout = p.dout;
@@ -307,10 +267,10 @@ void bwd_tile_launch(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, co
   a.n_blocks = p.dim * plan.n_row_groups * plan.n_tiles;
   a.div_tiles = FastDivmod(plan.n_tiles);
   a.div_row_groups = FastDivmod(plan.n_row_groups);
-  a.div_x_span = FastDivmod32(plan.tile_len + 2 * (width - 1));
-  a.div_g_span = FastDivmod32(plan.tile_len + width - 1);
+  a.div_x_span = FastDivmod32(plan.tile_len + 2 * (kW - 1));
+  a.div_g_span = FastDivmod32(plan.tile_len + kW - 1);
   a.div_dx_span = FastDivmod32(plan.tile_len);
-  a.div_dx_dinit_span = FastDivmod32(plan.tile_len + width - 1);
+  a.div_dx_dinit_span = FastDivmod32(plan.tile_len + kW - 1);
   a.x_batch_stride = p.x_batch_stride;
   a.x_dim_stride = p.x_dim_stride;
   a.x_seq_stride = p.x_seq_stride;
@@ -321,8 +281,7 @@ void bwd_tile_launch(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, co
   a.dx_dim_stride = p.dx_dim_stride;
   a.dx_seq_stride = p.dx_seq_stride;
   a.silu = p.silu;
-  const size_t smem =
-      tile_smem_bytes(plan.rows_per_block, plan.tile_len, width, kSeq) + Ktraits::kMaxLead * sizeof(float);
+  const size_t smem = tile_smem_bytes(plan.rows_per_block, plan.tile_len, kW, kSeq);
   const int64_t blocks = std::min(a.n_blocks, kMaxGridX);
   causal_conv1d_bwd_tile_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, smem, stream>>>(a);
   AITER_LITE_LAUNCH_CHECK();
@@ -331,9 +290,8 @@ void bwd_tile_launch(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, co
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
-// shard s holds the kernels of the widths w with width_shard(wide_shard_width(w), N) == s (items: widths
-// 1..4, then the runtime-width kernel of widths 5..8; AITER_LITE_CONV_WIDE_WIDTH_SWITCH skips the others).
-// The plan and bwd_tile_run, the entry the backward dispatch calls, are compiled in shard 0.
+// shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// the others). The plan and bwd_tile_run, the entry the backward dispatch calls, are compiled in shard 0.
 template <int kShard, int kShards>
 void bwd_tile_shard(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, const WeightArgs& w,
                     const BwdPartials& partials, gpuStream_t stream);
@@ -351,11 +309,9 @@ void bwd_tile_shard(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, con
                     const BwdPartials& partials, gpuStream_t stream) {
   const bool seq = p.seq_idx != nullptr;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    // Widths 5..8: one runtime-width kernel per dtype and seq mode (kWideWidth).
-    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
-      const WeightArgs wk = weight_args_for<kW>(w, p.width);
-      if (seq) bwd_tile_launch<scalar_t, kW, true>(p, plan, wk, partials, stream);
-      else bwd_tile_launch<scalar_t, kW, false>(p, plan, wk, partials, stream);
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      if (seq) bwd_tile_launch<scalar_t, kW, true>(p, plan, w, partials, stream);
+      else bwd_tile_launch<scalar_t, kW, false>(p, plan, w, partials, stream);
     });
   });
 }
@@ -379,7 +335,7 @@ BwdTilePlan bwd_tile_plan(const CausalConv1dBwdParams& p) {
 
 void bwd_tile_run(const CausalConv1dBwdParams& p, const BwdTilePlan& plan, const WeightArgs& w,
                   const BwdPartials& partials, gpuStream_t stream) {
-  with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
     bwd_tile_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, partials, stream);
   });
 }

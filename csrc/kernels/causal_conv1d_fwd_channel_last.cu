@@ -6,9 +6,7 @@
 // with cp.async (rows before t = 0 arrive as zeros: the causal padding), so the bytes in flight (kStages - 1
 // stages, 128 bytes a lane) live in shared memory and the registers hold only the weights and the last W - 1
 // inputs. Each lane reads its own group of a stage row, computes it and stores it; the first W - 1 rows only
-// fill the window, and stages clear of the chunk's ends take no position checks. Widths 5..8 share one kernel of
-// kWideWidth taps per dtype (causal_conv1d_common.cuh): the filter right-aligned, its first 8 - W taps skipped; it
-// streams W - 1 rows before a chunk and reads the last W - 1 entries of an initial state, as a kernel of width W.
+// fill the window, and stages clear of the chunk's ends take no position checks.
 //
 // Where it runs (H100 A/B against the register kernel of causal_conv1d_fwd.cu, 2026-11-25, docs/causal_conv1d.md):
 //   - the calls with initial states and/or seq_idx (kFeat; causal_conv1d_fwd_features.cu sends them) that its
@@ -140,12 +138,6 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
   constexpr int kV = Kt::kV;
   constexpr int kStages = Kt::kStages;
   constexpr int kStageRows = Kt::kStageRows;
-  // The runtime-width kernel (kW = kWideWidth) skips its first `lead` taps: it streams halo = W - 1 rows before a
-  // chunk, which fill the window's last halo slots; the first lead slots are never read. Elsewhere halo is the
-  // constant kHalo and lead 0 (constant expressions: the other kernels compile as they did without the lead).
-  constexpr bool kLead = kW == kWideWidth && kWideWidth > kSpecialisedWidths;
-  const int lead = kLead ? wide_lead<kW>(a.w) : 0;
-  const int halo = kLead ? kHalo - lead : kHalo;
   // [warp][slot][row][the warp's channels], and (kFeat) each row's seq_idx
   __shared__ __align__(16) unsigned char ring[Kt::kWarps][kStages][kStageRows][Kt::kRowBytes];
   __shared__ int32_t ring_ids[Kt::kWarps][kStages][Kt::kFeat ? kStageRows : 1];
@@ -166,15 +158,15 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
     const bool varlen = Kt::kFeat && a.cu_seqlens != nullptr;
     const bool use_ids = Kt::kFeat && a.seq_idx != nullptr;
     if (varlen && t0 >= a.cu_seqlens[a.batch]) continue;  // after the last sequence: nothing is written
-    // Streamed row s holds x at t0 - halo + s: rows below s_zero lie before the sequence (zeros), outputs
-    // start at row halo.
-    const int32_t n_rows = static_cast<int32_t>(t1 - t0) + halo;
-    const int32_t s_zero = t0 >= halo ? 0 : static_cast<int32_t>(halo - t0);
+    // Streamed row s holds x at t0 - kHalo + s: rows below s_zero lie before the sequence (zeros), outputs
+    // start at row kHalo.
+    const int32_t n_rows = static_cast<int32_t>(t1 - t0) + kHalo;
+    const int32_t s_zero = t0 >= kHalo ? 0 : static_cast<int32_t>(kHalo - t0);
     const int n_stages = (n_rows + kStageRows - 1) / kStageRows;
     const int64_t dpiece = gb * kWarpSize * kV + part * Kt::kPieceElts;  // first channel of this lane's piece
     const bool piece_ok = dpiece < a.dim;
     const T* __restrict__ xsrc = x + b * a.x_batch_stride + dpiece;
-    const int64_t trow = t0 - halo + r0;  // time of this lane's first copied row (negative before the start)
+    const int64_t trow = t0 - kHalo + r0;  // time of this lane's first copied row (negative before the start)
 
     // Copies of stage k (rows k * kStageRows ...) into slot k % kStages; an empty group past the last stage
     // keeps the wait count uniform.
@@ -192,7 +184,7 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
         if (use_ids && lane < kStageRows) {
           const int32_t s = k * kStageRows + lane;
           const bool ok = s >= s_zero && s < n_rows;
-          const int64_t t = t0 - halo + s;
+          const int64_t t = t0 - kHalo + s;
           copy4_to_shared_async(&ring_ids[warp][slot][Kt::kFeat ? lane : 0],
                                 ok ? a.seq_idx + b * a.seq_idx_batch_stride + t * a.seq_idx_seq_stride : a.seq_idx, ok);
         }
@@ -208,14 +200,14 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
     const int64_t d0 = active ? g * kV : 0;
     float w[kV][kW];
     float bias[kV];
-    load_weight_block<kV, kW, kLead>(w, bias, a.w, d0);
+    load_weight_block<kV, kW>(w, bias, a.w, d0);
     if (Kt::kFeat && !varlen && a.fuse_final && t1 == a.seqlen && active) {
       StagedSequence row{b, INT64_MAX, 0, true, false};
       set_slot(a, b, row);
-      if (row.active) write_final_state<T, kV, kHalo>(a, b, row.slot, row.has_init, d0, lead);
+      if (row.active) write_final_state<T, kV, kHalo>(a, b, row.slot, row.has_init, d0);
     }
     T* __restrict__ op = static_cast<T*>(a.out) + b * a.out_batch_stride + t0 * a.out_seq_stride + d0;
-    float win[Kt::kHaloAlloc][kV];  // x at t - kHalo .. t - 1 for the next row t (filled by rows 0 .. halo - 1)
+    float win[Kt::kHaloAlloc][kV];  // x at t - kHalo .. t - 1 for the next row t (filled by rows 0 .. kHalo - 1)
     int32_t win_id[Kt::kHaloAlloc];  // kFeat: their seq_idx (0 without seq_idx)
 #pragma unroll
     for (int i = 0; i < Kt::kHaloAlloc; ++i) {
@@ -227,7 +219,7 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
     StagedSequence seq{b, INT64_MAX, 0, true, false};
     int32_t first_id = 0;  // the row's first seq_idx: the initial window carries it
     if (Kt::kFeat) {
-      const int64_t tf = t0 - halo > 0 ? t0 - halo : 0;
+      const int64_t tf = t0 - kHalo > 0 ? t0 - kHalo : 0;
       if (varlen) {
         const int32_t* __restrict__ cu = a.cu_seqlens;
         if (tf < cu[0]) {
@@ -260,13 +252,12 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
       } else {
         seq.next_start = INT64_MAX;
       }
-      // Slot i (i >= lead) takes state entry state_len - kHalo + i = state_len - halo + (i - lead): the last halo.
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {
         win_id[i] = first_id;
 #pragma unroll
         for (int c = 0; c < kV; ++c)
-          win[i][c] = seq.has_init && i >= lead ? init_at<T>(a, seq.slot, d0 + c, a.state_len - kHalo + i) : 0.f;
+          win[i][c] = seq.has_init ? init_at<T>(a, seq.slot, d0 + c, a.state_len - kHalo + i) : 0.f;
       }
     };
 
@@ -284,18 +275,17 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
         for (int c = 0; c < kV; ++c) cur[c] = to_float(xv.elt[c]);
         int32_t id = 0;
         if (Kt::kFeat) {
-          const int64_t t = t0 - halo + s0 + r;
+          const int64_t t = t0 - kHalo + s0 + r;
           if (t == seq.next_start) start_sequence(t);
           if (use_ids) id = ring_ids[warp][slot][Kt::kFeat ? r : 0];
         }
-        if (!decltype(checked)::value || s0 + r >= halo) {
+        if (!decltype(checked)::value || s0 + r >= kHalo) {
           vec_t yv;
 #pragma unroll
           for (int c = 0; c < kV; ++c) {
             float acc = fmaf(w[c][kHalo], cur[c], bias[c]);
 #pragma unroll
-            for (int j = 0; j < kHalo; ++j)
-              if (j >= lead) acc = fmaf(w[c][j], !Kt::kFeat || win_id[j] == id ? win[j][c] : 0.f, acc);
+            for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], !Kt::kFeat || win_id[j] == id ? win[j][c] : 0.f, acc);
             // padding tokens (seq_idx < 0) output 0
             yv.elt[c] = from_float<T>(Kt::kFeat && id < 0 ? 0.f : activate(acc, a.silu));
           }
@@ -314,7 +304,7 @@ __global__ void __launch_bounds__(Kt::kThreads, Kt::kMinBlocks)
           if (kHalo > 0) win_id[Kt::kHaloAlloc - 1] = id;
         }
       };
-      if (s0 >= halo && s0 + kStageRows <= n_rows) {  // warp-uniform: a stage of outputs only
+      if (s0 >= kHalo && s0 + kStageRows <= n_rows) {  // warp-uniform: a stage of outputs only
 #pragma unroll
         for (int r = 0; r < kStageRows; ++r) row(std::false_type{}, r);
       } else {
@@ -394,9 +384,8 @@ void fwd_staged_launch(const CausalConv1dFwdParams& p, const WeightArgs& w, bool
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards; shard s
-// holds the kernels of the widths w with width_shard(wide_shard_width(w), N) == s (AITER_LITE_CONV_WIDE_WIDTH_SWITCH
-// skips the others; widths 5..8 share the kWideWidth features kernels, in width 5's shard). The entries below
-// (fwd_channel_last_staged_*), which pick the shard, are compiled in shard 0.
+// holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips the others).
+// The entries below (fwd_channel_last_staged_*), which pick the shard, are compiled in shard 0.
 template <int kShard, int kShards>
 void fwd_staged_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, bool features, bool fuse_final,
                       gpuStream_t stream);
@@ -408,21 +397,19 @@ AITER_LITE_FOR_EACH_SHARD(AITER_LITE_FWD_STAGED_SHARD_EXTERN)
 #undef AITER_LITE_FWD_STAGED_SHARD_EXTERN
 static_assert(AITER_LITE_SHARDS <= kMaxFileShards, "see AITER_LITE_FOR_EACH_SHARD");
 
-// The kernels of this shard's widths: the plain fp32 kernel, or the features kernel of x's dtype (widths 5..8:
-// one runtime-width kernel per dtype, kWideWidth).
+// The kernels of this shard's widths (width_shard): the plain fp32 kernel, or the features kernel of x's dtype.
 template <int kShard, int kShards>
 void fwd_staged_shard(const CausalConv1dFwdParams& p, const WeightArgs& w, bool features, bool fuse_final,
                       gpuStream_t stream) {
   if (!features) {
-    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       if constexpr (kW <= kMaxPlainWidth) fwd_staged_launch<float, kW, 16, false>(p, w, false, stream);
     });
     return;
   }
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
-    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
-      fwd_staged_launch<scalar_t, kW, feature_lane_bytes<scalar_t, kW>(), true>(p, weight_args_for<kW>(w, p.width),
-                                                                                 fuse_final, stream);
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+      fwd_staged_launch<scalar_t, kW, feature_lane_bytes<scalar_t, kW>(), true>(p, w, fuse_final, stream);
     });
   });
 }
@@ -449,7 +436,7 @@ bool staged_layout_fits(const CausalConv1dFwdParams& p) {
 
 void run_staged(const CausalConv1dFwdParams& p, const WeightArgs& w, bool features, bool fuse_final,
                 gpuStream_t stream) {
-  with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
     fwd_staged_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, w, features, fuse_final, stream);
   });
 }
