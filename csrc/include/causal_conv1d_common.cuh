@@ -127,6 +127,15 @@ __host__ __device__ __forceinline__ int wide_lead(const WeightArgs& a) {
   return kW == kWideWidth && kWideWidth > kSpecialisedWidths ? a.lead : 0;
 }
 
+// The runtime-width kernel skips at most kMaxWideLead leading taps (width kSpecialisedWidths + 1), so its later taps
+// need no test: fewer predicates stay live over the FMAs (testing every tap, the dense seq_idx kernel spilled 24
+// bytes at its 128-register bound). wide_tap_runs(j, lead): whether tap j runs; kernels of their own width pass
+// lead = 0, always true.
+constexpr int kMaxWideLead = kWideWidth > kSpecialisedWidths ? kWideWidth - kSpecialisedWidths - 1 : 0;
+__host__ __device__ __forceinline__ constexpr bool wide_tap_runs(int j, int lead) {
+  return j >= kMaxWideLead || j >= lead;
+}
+
 // dst[i] = p[i] for i < kN, read with the widest vectors that divide kN. p must be aligned to
 // 16 bytes or to kN * sizeof(WT), whichever is smaller.
 // Largest power of two <= kMax that divides n.

@@ -170,12 +170,11 @@ __device__ __forceinline__ void unpack(const Vec<T, kV>& v, float (&out)[kV]) {
   }
 }
 
-// Leading taps the kW-tap kernel skips (wide_lead), bounded by the most a wide width has
-// (kWideWidth - kSpecialisedWidths - 1), so the compiler knows that every later tap is real.
+// Leading taps the kW-tap kernel skips (wide_lead), bounded by kMaxWideLead so the compiler knows that every later
+// tap is real.
 template <int kW>
 __device__ __forceinline__ int tap_lead(const WeightArgs& w) {
-  constexpr int kMaxLead = kWideWidth > kSpecialisedWidths ? kWideWidth - kSpecialisedWidths - 1 : 0;
-  return min(wide_lead<kW>(w), kMaxLead);
+  return min(wide_lead<kW>(w), kMaxWideLead);
 }
 
 // One thread's walk over a chunk: weights, windows, and the dweight/dbias sums of its channels. Steps are

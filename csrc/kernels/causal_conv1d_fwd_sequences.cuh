@@ -1,8 +1,7 @@
 // What the forward kernels with states and packed sequences (causal_conv1d_fwd_features.cu and
 // causal_conv1d_fwd_dense_features.cu) read about a sequence: its state slot, its seq_idx entries, its
 // initial-state entries, and in varlen mode which sequence holds a position. Args is either kernel's argument
-// struct (they name these fields alike); Seq is its sequence record (slot, active, has_init). And which taps
-// of their runtime-width kernels run (wide_tap_runs). CUDA and HIP.
+// struct (they name these fields alike); Seq is its sequence record (slot, active, has_init). CUDA and HIP.
 #pragma once
 
 #include <cstdint>
@@ -13,14 +12,6 @@
 
 namespace aiter_lite {
 namespace conv1d {
-
-// Whether tap j (0 .. kW - 1) of a kW-tap kernel runs, lead = wide_lead<kW>(...). The runtime-width kernel skips its
-// first lead = kWideWidth - width taps, at most kWideWidth - kSpecialisedWidths - 1 (width kSpecialisedWidths + 1),
-// so its later taps need no test: fewer predicates stay live over the FMAs (testing every tap, the dense seq_idx
-// kernel spilled 24 bytes at its 128-register bound). Kernels of their own width pass lead = 0: always true.
-__host__ __device__ __forceinline__ constexpr bool wide_tap_runs(int j, int lead) {
-  return j >= kWideWidth - kSpecialisedWidths - 1 || j >= lead;
-}
 
 // The state slot of batch row (or varlen sequence) b, whether it runs at all (a padded slot does not: no
 // output, no state read or written) and whether it reads an initial state.
