@@ -29,6 +29,8 @@ B, D, L = 4, 2048, 2048
 def inputs(dtype, W, layout, length=L, grad=False):
     if layout == "channel_last":
         x = torch.randn(B, length, D, device="cuda").to(dtype).transpose(1, 2)
+    elif layout == "cl_odd":  # steps of D + 1 channels, off the 16-byte grid: the direct channel-last kernel
+        x = torch.randn(B, length, D + 1, device="cuda").to(dtype)[..., :D].transpose(1, 2)
     elif layout == "padded":  # neither dense nor channel-last: the backward's tile kernel
         x = torch.randn(B, D, length + 3, device="cuda").to(dtype)[..., :length]
     else:
@@ -56,6 +58,8 @@ def backward_case(dtype, W, layout, features, length=L):
     x, w, bias, init = inputs(dtype, W, layout, length, grad=True)
     sid = seq_ids(B, length, 4, random.Random(W))
     dout = torch.randn(B, D, length, device="cuda").to(dtype)
+    if layout in ("channel_last", "cl_odd"):  # dout channel-last, as the output comes
+        dout = torch.randn(B, length, D, device="cuda").to(dtype).transpose(1, 2)
     conv = aiter_lite.causal_conv1d_fn
 
     def step():
@@ -101,6 +105,7 @@ CASES = [
     ("bwd odd L +init", lambda dt, W: backward_case(dt, W, "contiguous", False, L - 1)),
     ("bwd channel-last +init", lambda dt, W: backward_case(dt, W, "channel_last", False)),
     ("bwd channel-last +seq", lambda dt, W: backward_case(dt, W, "channel_last", True)),
+    ("bwd channel-last direct +init", lambda dt, W: backward_case(dt, W, "cl_odd", False)),
     ("bwd padded +init", lambda dt, W: backward_case(dt, W, "padded", False)),
 ]
 
@@ -111,12 +116,13 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--widths", default="4,5,6,7,8")
     ap.add_argument("--dtypes", default="bf16,fp32")
+    ap.add_argument("--cases", default="", help="substring: only the cases whose name has it")
     args = ap.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
     print(f"{args.label} | {torch.cuda.get_device_name()} | aiter_lite from {Path(aiter_lite.__file__).parent}")
     print(f"| label | x | case, {B}×{D}×{L} | " + " | ".join(f"W={w} µs" for w in widths) + " |")
     for dt in args.dtypes.split(","):
-        for name, make in CASES:
+        for name, make in [c for c in CASES if args.cases in c[0]]:
             cells = []
             for W in widths:
                 try:
