@@ -8,9 +8,7 @@
 // chunk only fill the windows, the last W - 1 read past the chunk: each chunk re-reads 2(W - 1) steps of
 // x and W - 1 of dout, from L2). The chunk at t0 = 0 also writes dinit (dx at negative positions).
 // seq_idx masks taps and gradients that cross a sequence boundary; the initial states continue the
-// row's first sequence. Widths 1..4 have a kernel each; widths 5..8 share one runtime-width kernel of
-// kWideWidth taps (causal_conv1d_common.cuh: the filter right-aligned, its lead = 8 - W first taps skipped),
-// whose walk runs as an 8-tap one (dx of t - 7 at step t) with W - 1 state entries.
+// row's first sequence.
 //
 // A block is kWarpSize channel groups (the lanes) times kChunks consecutive chunks (the warps) of one
 // batch row; the warps' dweight/dbias sums are added in shared memory in a fixed order and written to
@@ -170,13 +168,6 @@ __device__ __forceinline__ void unpack(const Vec<T, kV>& v, float (&out)[kV]) {
   }
 }
 
-// Leading taps the kW-tap kernel skips (wide_lead), bounded by kMaxWideLead so the compiler knows that every later
-// tap is real.
-template <int kW>
-__device__ __forceinline__ int tap_lead(const WeightArgs& w) {
-  return min(wide_lead<kW>(w), kMaxWideLead);
-}
-
 // One thread's walk over a chunk: weights, windows, and the dweight/dbias sums of its channels. Steps are
 // counted from the chunk start (rel = t - t0) in 32 bits, so the unrolled loops keep few 64-bit values.
 template <typename Ktraits>
@@ -187,15 +178,9 @@ struct ChannelLastWalk {
   static constexpr int kHalo = Ktraits::kHalo;
   static constexpr int kHaloAlloc = Ktraits::kHaloAlloc;
   static constexpr int kV = Ktraits::kV;
-  // The runtime-width kernel (widths 5..8 in kW = kWideWidth taps, the filter right-aligned): a tap j < lead
-  // (tap_lead) multiplies its zero weight by a zero put in place of the window's value (an inf or NaN outside
-  // the filter reaches no result; selects: predicated FMAs took 40% longer to compile), and its dweight sum is
-  // never written. Its real halo is kHalo - lead, and dx of s is still written at step s + kHalo (up to lead
-  // more steps past the chunk than its width needs, which keeps every index static).
-  static constexpr bool kWide = kW == kWideWidth && kWideWidth > kSpecialisedWidths;
 
   // Chunk constants, relative to t0: dpre is zero from n_row (the row end), the sums stop at n_sums (t1),
-  // dx is written from s_first (-(W - 1) with dinit at t0 = 0, else 0), dfinal adds from n_final (L - (W - 1)),
+  // dx is written from s_first (-kHalo with dinit at t0 = 0, else 0), dfinal adds from n_final (L - kHalo),
   // and positions below s_zero (-t0) are dinit.
   int32_t b, d0, n_row, n_sums, s_first, n_final, s_zero;
   int32_t seq_last;
@@ -211,14 +196,12 @@ struct ChannelLastWalk {
   __device__ __forceinline__ void start(const BwdChannelLastArgs& a, int64_t b_, int64_t d0_, int64_t t0,
                                         int64_t t1, bool active_) {
     const int64_t L = a.seqlen;
-    const int lead = tap_lead<kW>(a.w);
-    const int halo = kWide ? kHalo - lead : kHalo;  // W - 1
     b = static_cast<int32_t>(b_);
     d0 = static_cast<int32_t>(d0_);
     n_row = clamp32(L - t0);
     n_sums = static_cast<int32_t>(t1 - t0);
-    s_first = (t0 == 0 && a.st.dinit != nullptr) ? -halo : 0;
-    n_final = clamp32(L - halo - t0);
+    s_first = (t0 == 0 && a.st.dinit != nullptr) ? -kHalo : 0;
+    n_final = clamp32(L - kHalo - t0);
     s_zero = clamp32(-t0);
     active = active_;
     dxp = a.dx != nullptr ? static_cast<T*>(a.dx) + b_ * a.dx_batch_stride + t0 * a.dx_seq_stride + d0_ : nullptr;
@@ -230,12 +213,10 @@ struct ChannelLastWalk {
     const int32_t seq_first = Ktraits::kSeq ? sp[0] : 0;
     seq_last = Ktraits::kSeq ? sp[(L - 1) * a.seq_seq_stride] : 0;
     const T* xp = static_cast<const T*>(a.x) + b_ * a.x_batch_stride + d0_;
-    // Entries i < lead feed only skipped taps: not loaded. Every other entry is at tt >= t0 - (W - 1), so
-    // a position before 0 is a state entry 0 .. W - 2.
 #pragma unroll
     for (int i = 0; i < kHalo; ++i) {
       const int64_t tt = t0 - kHalo + i;
-      if (!active || i < lead) {
+      if (!active) {
 #pragma unroll
         for (int c = 0; c < kV; ++c) xw[i][c] = 0.f;
       } else if (tt >= 0) {
@@ -247,21 +228,15 @@ struct ChannelLastWalk {
 #pragma unroll
         for (int c = 0; c < kV; ++c)
           xw[i][c] = a.st.init == nullptr ? 0.f
-                                          : load_state<T>(a.st.init, b_, d0_ + c, tt + kHalo - lead,
-                                                          a.st.init_batch_stride, a.st.init_dim_stride,
-                                                          a.st.init_seq_stride);
+                                          : load_state<T>(a.st.init, b_, d0_ + c, tt + kHalo, a.st.init_batch_stride,
+                                                          a.st.init_dim_stride, a.st.init_seq_stride);
       }
       if (Ktraits::kSeq) sw[i] = tt >= 0 ? sp[tt * a.seq_seq_stride] : seq_first;
 #pragma unroll
       for (int c = 0; c < kV; ++c) dpw[i][c] = 0.f;
     }
     if (active) {
-      if constexpr (kWide) {  // one load path (load_weight_block has three) for the rare wide filters
-#pragma unroll
-        for (int c = 0; c < kV; ++c) load_channel_weights<kW, true>(w[c], bias[c], a.w, d0_ + c);
-      } else {
-        load_weight_block<kV, kW>(w, bias, a.w, d0_);
-      }
+      load_weight_block<kV, kW>(w, bias, a.w, d0_);
     } else {
 #pragma unroll
       for (int c = 0; c < kV; ++c) {
@@ -279,7 +254,6 @@ struct ChannelLastWalk {
   template <bool kInterior = false, int kAct = -1>
   __device__ __forceinline__ void step(const BwdChannelLastArgs& a, int32_t rel, const vec_t& xv, const vec_t& gv,
                                        int32_t seq, T* dx_at = nullptr) {
-    const int lead = tap_lead<kW>(a.w);
     sw[kHalo] = Ktraits::kSeq ? seq : 0;
     float xc[kV], dp[kV], gc[kV];
     unpack(xv, xc);
@@ -290,8 +264,7 @@ struct ChannelLastWalk {
 #pragma unroll
       for (int j = 0; j < kHalo; ++j) {
         const bool same = !Ktraits::kSeq || sw[j] == sw[kHalo];
-        // A skipped tap (w = 0) adds 0 * 0: it may turn a -0 pre into +0, which no gradient can tell.
-        pre = fmaf(w[c][j], j >= lead && same ? xw[j][c] : 0.f, pre);
+        pre = fmaf(w[c][j], same ? xw[j][c] : 0.f, pre);
       }
       const bool silu = kAct < 0 ? a.silu : kAct == 1;
       // seq_idx < 0: a padding token, whose output is a constant 0 (no gradient flows from it).
@@ -301,7 +274,7 @@ struct ChannelLastWalk {
 #pragma unroll
       for (int c = 0; c < kV; ++c) {
 #pragma unroll
-        for (int j = 0; j < kHalo; ++j) {  // the sums of skipped taps (j < lead) are never written
+        for (int j = 0; j < kHalo; ++j) {
           const bool same = !Ktraits::kSeq || sw[j] == sw[kHalo];
           acc[c][j] = fmaf(dp[c], same ? xw[j][c] : 0.f, acc[c][j]);
         }
@@ -316,16 +289,11 @@ struct ChannelLastWalk {
       float gx[kV];
 #pragma unroll
       for (int c = 0; c < kV; ++c) {
-        // The runtime-width kernel starts from -0 and a skipped tap adds 0 * -0 = -0, so v is still -0 at
-        // its first real tap (j = lead), which gives the product w * dpre bit for bit as tap 0 of the other
-        // kernels does (x + -0 == x for every x). With seq_idx, a masked first tap gives w * +0 + -0 where
-        // they give +0: -0 for a negative w (the sum differs only if every other tap adds a zero too) and NaN
-        // for an infinite w.
-        float v = lead > 0 ? -0.f : (!Ktraits::kSeq || sw[kHalo] == seq_s) ? w[c][0] * dp[c] : 0.f;
+        float v = (!Ktraits::kSeq || sw[kHalo] == seq_s) ? w[c][0] * dp[c] : 0.f;
 #pragma unroll
         for (int j = 1; j <= kHalo; ++j) {
           const bool same = !Ktraits::kSeq || sw[kHalo - j] == seq_s;
-          v = fmaf(w[c][j], j >= lead ? (same ? dpw[kHalo - j][c] : 0.f) : -0.f, v);
+          v = fmaf(w[c][j], same ? dpw[kHalo - j][c] : 0.f, v);
         }
         gx[c] = v;
       }
@@ -342,11 +310,11 @@ struct ChannelLastWalk {
           for (int c = 0; c < kV; ++c) out.elt[c] = from_float<T>(gx[c]);
           out.store(kInterior ? dx_at : dxp + static_cast<int64_t>(s) * a.dx_seq_stride);
         }
-      } else {  // t0 = 0 here: position s in [-(W - 1), -1] (s_first) is dinit entry s + W - 1
+      } else {  // t0 = 0 here: position s < 0 is dinit entry s + kHalo
 #pragma unroll
         for (int c = 0; c < kV; ++c)
           static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + (d0 + c) * a.st.dinit_dim_stride +
-                                      (s + kHalo - lead) * a.st.dinit_seq_stride] = from_float<T>(gx[c]);
+                                      (s + kHalo) * a.st.dinit_seq_stride] = from_float<T>(gx[c]);
       }
     }
     // Slide the windows by one step.
@@ -374,16 +342,12 @@ template <typename Ktraits>
 using BlockSums = float[Ktraits::kChunks - 1][kWarpSize][Ktraits::kV * (Ktraits::kWidth + 1)];
 
 // dweight/dbias of a block item: the warps' sums added in warp order (through shared `sums`, free on entry
-// in every warp), written by warp 0 to partial row (b * n_chunk_blocks + cb), columns d * (W + 1) + tap and
-// d * (W + 1) + W for the bias (W the call's width: the runtime-width kernel writes its taps j >= lead as
-// tap j - lead, and nothing for the skipped ones).
+// in every warp), written by warp 0 to partial row (b * n_chunk_blocks + cb).
 template <typename Ktraits>
 __device__ __forceinline__ void write_block_sums(const BwdChannelLastArgs& a,
                                                  const float (&acc)[Ktraits::kV][Ktraits::kWidth + 1], int64_t b,
                                                  int64_t cb, int64_t g, BlockSums<Ktraits>& sums) {
   constexpr int kV = Ktraits::kV, kW = Ktraits::kWidth, kChunks = Ktraits::kChunks;
-  const int lead = tap_lead<kW>(a.w);
-  const int cols = kW + 1 - lead;  // per channel: W + 1
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   if (warp > 0) {
@@ -394,16 +358,15 @@ __device__ __forceinline__ void write_block_sums(const BwdChannelLastArgs& a,
   }
   __syncthreads();
   if (warp == 0 && g < a.n_groups) {
-    float* prow = a.partials.rows + (b * a.n_chunk_blocks + cb) * a.partials.cols + g * kV * cols;
+    float* prow = a.partials.rows + (b * a.n_chunk_blocks + cb) * a.partials.cols + g * kV * (kW + 1);
 #pragma unroll
     for (int c = 0; c < kV; ++c)
 #pragma unroll
       for (int j = 0; j <= kW; ++j) {
-        if (j < lead) continue;
         float s = acc[c][j];
 #pragma unroll
         for (int k = 0; k + 1 < kChunks; ++k) s += sums[k][lane][c * (kW + 1) + j];
-        prow[c * cols + j - lead] = s;
+        prow[c * (kW + 1) + j] = s;
       }
   }
   __syncthreads();  // sums is free for the next block item
@@ -617,11 +580,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         if (interior) {
           if (a.silu) interior_rows(std::integral_constant<int, 1>{});
           else interior_rows(std::integral_constant<int, 0>{});
-        } else if constexpr (ChannelLastWalk<Ktraits>::kWide) {
-          // The runtime-width kernel steps through the stages at a chunk's ends in a loop: less code to compile.
-#pragma unroll 1
-          for (int r = 0; r < kStageRows; ++r)
-            if (rb + r < n_steps) step_row(std::false_type{}, std::integral_constant<int, -1>{}, r, nullptr);
         } else {
 #pragma unroll
           for (int r = 0; r < kStageRows; ++r)
@@ -709,10 +667,9 @@ bool rows_of_pieces(const void* ptr, int64_t bs, int64_t ss, int64_t B, int64_t 
 }  // namespace
 
 // Build-time shards (shard.h, docs/jit.md "Shards"): the registry may compile this file in N shards;
-// shard s holds the kernels of the widths w with width_shard(wide_shard_width(w), N) == s: widths 1..4
-// each, and the one runtime-width kernel of widths 5..8 in width 5's shard (AITER_LITE_CONV_WIDE_WIDTH_SWITCH
-// skips the others), and answers for their occupancy (the plan sizes its chunks from the kernel the call
-// runs). The plan and bwd_channel_last_run, the entries the backward dispatch calls, are compiled in shard 0.
+// shard s holds the kernels of the widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips
+// the others), and answers for their occupancy (the plan sizes its chunks from the kernel the call runs).
+// The plan and bwd_channel_last_run, the entries the backward dispatch calls, are compiled in shard 0.
 template <int kShard, int kShards>
 int64_t bwd_channel_last_resident_shard(const CausalConv1dBwdParams& p, bool staged);
 template <int kShard, int kShards>
@@ -735,7 +692,7 @@ int64_t bwd_channel_last_resident_shard(const CausalConv1dBwdParams& p, bool sta
   int64_t resident = 0;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     constexpr int kVec = kStagedChannels;
-    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       if (staged)
         resident = seq ? bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, kW, kVec, true, true>>()
                        : bwd_channel_last_resident_threads<BwdChannelLastTraits<scalar_t, kW, kVec, false, true>>();
@@ -762,7 +719,7 @@ BwdChannelLastPlan bwd_channel_last_plan(const CausalConv1dBwdParams& p, bool wa
   plan.staged = staged;
   const int64_t n_groups = D / plan.vec;
   const int64_t resident = with_shard<AITER_LITE_SHARDS>(  // threads of the kernel this call runs
-      width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
+      width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
         return bwd_channel_last_resident_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, staged);
       });
   // Chunks long enough to amortise their 2(W - 1)-step halo (and the staged ring's fill), short enough
@@ -820,15 +777,13 @@ void bwd_channel_last_shard(const CausalConv1dBwdParams& p, const BwdChannelLast
   const bool seq = p.seq_idx != nullptr;
   AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] {
     constexpr int kVec = kStagedChannels;
-    // Widths 5..8: one runtime-width kernel per dtype and feature (kWideWidth).
-    AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
-      const WeightArgs wk = weight_args_for<kW>(w, p.width);
+    AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       if (!plan.staged) {
-        if (seq) bwd_channel_last_launch<scalar_t, kW, 1, true, false>(p, plan, wk, partials, stream);
-        else bwd_channel_last_launch<scalar_t, kW, 1, false, false>(p, plan, wk, partials, stream);
+        if (seq) bwd_channel_last_launch<scalar_t, kW, 1, true, false>(p, plan, w, partials, stream);
+        else bwd_channel_last_launch<scalar_t, kW, 1, false, false>(p, plan, w, partials, stream);
       } else {
-        if (seq) bwd_channel_last_launch<scalar_t, kW, kVec, true, true>(p, plan, wk, partials, stream);
-        else bwd_channel_last_launch<scalar_t, kW, kVec, false, true>(p, plan, wk, partials, stream);
+        if (seq) bwd_channel_last_launch<scalar_t, kW, kVec, true, true>(p, plan, w, partials, stream);
+        else bwd_channel_last_launch<scalar_t, kW, kVec, false, true>(p, plan, w, partials, stream);
       }
     });
   });
@@ -840,7 +795,7 @@ template void bwd_channel_last_shard<AITER_LITE_SHARD, AITER_LITE_SHARDS>(
 #if AITER_LITE_SHARD == 0
 void bwd_channel_last_run(const CausalConv1dBwdParams& p, const BwdChannelLastPlan& plan, const WeightArgs& w,
                           const BwdPartials& partials, gpuStream_t stream) {
-  with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
     bwd_channel_last_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, plan, w, partials, stream);
   });
 }

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 
-#include "causal_conv1d_common.cuh"
 #include "dtype_traits.cuh"
 #include "port.h"
 
@@ -57,18 +56,14 @@ __device__ __forceinline__ int64_t last_sequence_starting_by(const int32_t* __re
 // zero where its seq_idx differs from the last token's (the initial window carries seq_idx[b, 0]). It reads x
 // again (cache hits) rather than a walk's window registers. The caller makes sure final_states cannot alias
 // initial_states (fwd_final_may_alias_init): nothing orders these writes after other threads' initial-state reads.
-// lead: a runtime-width kernel (kHalo = kWideWidth - 1, state_len = kHalo - lead) writes entries lead .. kHalo - 1
-// only, as 0 .. state_len - 1; 0 (every other caller): all kHalo.
 template <typename T, int kV, int kHalo, class Args>
-__device__ __forceinline__ void write_final_state(const Args& a, int64_t b, int64_t slot, bool has_init, int64_t d0,
-                                                  int lead = 0) {
+__device__ __forceinline__ void write_final_state(const Args& a, int64_t b, int64_t slot, bool has_init, int64_t d0) {
   const T* __restrict__ xp = static_cast<const T*>(a.x) + b * a.x_batch_stride + d0;
   T* __restrict__ fp = static_cast<T*>(a.final_states) + slot * a.final_batch_stride + d0 * a.final_dim_stride;
   const bool use_ids = a.seq_idx != nullptr;
   const int32_t last_id = use_ids ? seq_id_at(a, b, a.seqlen - 1) : 0;
 #pragma unroll
   for (int i = 0; i < kHalo; ++i) {
-    if (i < lead) continue;
     const int64_t t = a.seqlen - kHalo + i;
     const bool keep = !use_ids || seq_id_at(a, b, t >= 0 ? t : 0) == last_id;
 #pragma unroll
@@ -80,7 +75,7 @@ __device__ __forceinline__ void write_final_state(const Args& a, int64_t b, int6
         v = static_cast<const T*>(a.init)[slot * a.init_batch_stride + (d0 + c) * a.init_dim_stride +
                                           (a.state_len + t) * a.init_seq_stride];
       }
-      fp[c * a.final_dim_stride + (i - lead) * a.final_seq_stride] = v;
+      fp[c * a.final_dim_stride + i * a.final_seq_stride] = v;
     }
   }
 }

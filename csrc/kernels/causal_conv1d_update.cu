@@ -22,9 +22,6 @@
 //       few channel groups to fill the GPU, e.g. batch 1): any strides, 4 (row, channel) items per
 //       thread (1 for small calls) with all their loads issued before any compute.
 //   generic  width > kMaxTemplateWidth: runtime width, one thread per channel and batch row.
-// Widths 5..8 share the update and step kernels of kWideWidth taps (causal_conv1d_common.cuh): the filter
-// right-aligned, its first lead = 8 - W taps skipped, and the window the state's W - 1 entries (held in the last
-// W - 1 of the kernel's 7 slots), so it reads and moves exactly the state entries a kernel of width W does.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -59,18 +56,6 @@ struct UpdateArgs {
   bool silu;
 };
 
-// The kW-tap kernel that serves widths 5..8 (kWideWidth): it loads its weights after `lead` zeros. It loads them
-// with load_channel_weights (scalar loads, the only ones a lead > 0 allows): load_weight_block's vector paths for
-// lead 0 (W = 8) cost 0.9 CPU s of this file's build (3 weight dtypes x 12 kernels) for a load made once per item.
-constexpr bool is_wide_kernel(int kW) { return kW == kWideWidth && kWideWidth > kSpecialisedWidths; }
-
-// a for the kW-tap kernel that serves a.width (weight_args_for: the runtime-width kernel's lead).
-template <int kW>
-UpdateArgs args_for_width(UpdateArgs a) {
-  a.w = weight_args_for<kW>(a.w, a.width);
-  return a;
-}
-
 template <typename T_, int kWidth_, int kV_>
 struct UpdateTraits {
   using T = T_;
@@ -103,12 +88,6 @@ __device__ __forceinline__ void update_row(const UpdateArgs& a, const float (&w)
   constexpr int kHalo = Ktraits::kHalo;
   constexpr int kHaloAlloc = Ktraits::kHaloAlloc;
   constexpr int kV = Ktraits::kV;
-  // Window slot i < lead is a skipped tap (the runtime-width kernel); slots lead .. kHalo - 1 hold the state's last
-  // halo = W - 1 entries before the new tokens (S >= halo; S may be below kHalo). In the other kernels lead = 0 and
-  // halo = kHalo are constant expressions, so they compile as they did without them.
-  constexpr bool kWide = is_wide_kernel(Ktraits::kWidth);
-  const int lead = kWide ? wide_lead<Ktraits::kWidth>(a.w) : 0;
-  const int halo = kWide ? kHalo - lead : kHalo;
   const int64_t L = a.seqlen;
   const int64_t S = a.state_len;
   const T* __restrict__ xp = static_cast<const T*>(a.x) + b * a.x_batch_stride + d0 * a.x_dim_stride;
@@ -131,23 +110,16 @@ __device__ __forceinline__ void update_row(const UpdateArgs& a, const float (&w)
   vec_t win[kHaloAlloc];
   if (circular) {
     pos = a.div_state_len.floor_mod(a.cache_seqlens[b]);
-    int64_t q = pos - halo;  // S >= halo, so one wrap suffices
+    int64_t q = pos - kHalo;  // S >= kHalo, so one wrap suffices
     if (q < 0) q += S;
 #pragma unroll
     for (int i = 0; i < kHalo; ++i) {
-      if (i < lead) {
-        win[i].set_zero();
-        continue;
-      }
       win[i].load(sp + q * ss);
       q = q + 1 == S ? 0 : q + 1;
     }
   } else {
 #pragma unroll
-    for (int i = 0; i < kHalo; ++i) {
-      if (i >= lead) win[i].load(sp + (S - kHalo + i) * ss);  // entry S - halo + (i - lead)
-      else win[i].set_zero();
-    }
+    for (int i = 0; i < kHalo; ++i) win[i].load(sp + (S - kHalo + i) * ss);
   }
 
   // 2. Outputs, sliding the window over the new tokens.
@@ -166,8 +138,7 @@ __device__ __forceinline__ void update_row(const UpdateArgs& a, const float (&w)
       const float cur = to_float(xv.elt[c]);
       float acc = fmaf(w[c][kHalo], cur, bias[c]);
 #pragma unroll
-      for (int j = 0; j < kHalo; ++j)
-        if (j >= lead) acc = fmaf(w[c][j], f[j][c], acc);
+      for (int j = 0; j < kHalo; ++j) acc = fmaf(w[c][j], f[j][c], acc);
       yv.elt[c] = from_float<T>(activate(acc, a.silu));
 #pragma unroll
       for (int j = 0; j + 1 < kHalo; ++j) f[j][c] = f[j + 1][c];
@@ -193,7 +164,7 @@ __device__ __forceinline__ void update_row(const UpdateArgs& a, const float (&w)
     const int64_t keep = S - L;
     // Old entries below the window: a forward copy (reads at j + L run ahead of writes at j).
 #pragma unroll 1
-    for (int64_t j = 0; j < keep - halo; ++j) {
+    for (int64_t j = 0; j < keep - kHalo; ++j) {
       vec_t v;
       v.load(sp + (j + L) * ss);
       v.store(sp + j * ss);
@@ -202,7 +173,7 @@ __device__ __forceinline__ void update_row(const UpdateArgs& a, const float (&w)
 #pragma unroll
     for (int i = 0; i < kHalo; ++i) {
       const int64_t j = S - kHalo + i - L;
-      if (i >= lead && j >= 0) win[i].store(sp + j * ss);
+      if (j >= 0) win[i].store(sp + j * ss);
     }
 #pragma unroll 1
     for (int64_t j = keep > 0 ? keep : 0; j < S; ++j) {
@@ -228,12 +199,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
     const int64_t b_end = b_begin + a.rows_per_item < a.batch ? b_begin + a.rows_per_item : a.batch;
     float w[kV][kW];
     float bias[kV];
-    if constexpr (is_wide_kernel(kW)) {  // scalar loads, one channel at a time: see is_wide_kernel
-#pragma unroll
-      for (int c = 0; c < kV; ++c) load_channel_weights<kW, true>(w[c], bias[c], a.w, d0 + c);
-    } else {
-      load_weight_block<kV, kW>(w, bias, a.w, d0);
-    }
+    load_weight_block<kV, kW>(w, bias, a.w, d0);
 #pragma unroll 1
     for (int64_t b = b_begin; b < b_end; ++b) update_row<Ktraits>(a, w, bias, b, d0);
   }
@@ -268,9 +234,7 @@ struct UpdateStepTraits {
   static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
   static constexpr int kItems = kItems_;  // 4 for large batches; 1 spreads small ones over more SMs
   static constexpr int kThreads = kItems == 1 ? 64 : 128;  // small calls: as many blocks (SMs) as possible
-  // The runtime-width kernel with 4 items: 3 blocks (168 registers); at 4 (128) ptxas 13.0 spilled 12 bytes
-  // (sm_90a), where the W = 8 kernel it replaces fit 128 exactly.
-  static constexpr int kMinBlocks = is_wide_kernel(kWidth) && kItems == 4 ? 3 : 512 / kThreads;
+  static constexpr int kMinBlocks = 512 / kThreads;
 };
 
 // Items at which 4 per thread still leave every SM of a large GPU a few blocks.
@@ -282,10 +246,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
   constexpr int kW = Ktraits::kWidth;
   constexpr int kHalo = Ktraits::kHalo;
   constexpr int kItems = Ktraits::kItems;
-  // As in update_row: window slots lead .. kHalo - 1 hold the halo = W - 1 state entries.
-  constexpr bool kWide = is_wide_kernel(kW);
-  const int lead = kWide ? wide_lead<kW>(a.w) : 0;
-  const int halo = kWide ? kHalo - lead : kHalo;
   const int64_t S = a.state_len;
   const int64_t ss = a.state_seq_stride;
   const bool circular = a.cache_seqlens != nullptr && S > 0;
@@ -309,19 +269,17 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
     for (int k = 0; k < kItems; ++k) {
       if (row[k] < 0) continue;
       const T* __restrict__ sp = static_cast<const T*>(a.state) + row[k] * a.state_batch_stride + d[k] * a.state_dim_stride;
-      int64_t q = pos[k] - halo;  // S >= halo, so one wrap suffices; shift register: pos = S
+      int64_t q = pos[k] - kHalo;  // S >= kHalo, so one wrap suffices; shift register: pos = S
       if (q < 0) q += S;
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {
-        if (i < lead) continue;  // a skipped tap: win[k][i] is never read
         win[k][i] = sp[q * ss];
         q = q + 1 == S ? 0 : q + 1;
       }
       xv[k] = static_cast<const T*>(a.x)[b[k] * a.x_batch_stride + d[k] * a.x_dim_stride];
       float wb[1][kW];
       float bb[1];
-      if constexpr (kWide) load_channel_weights<kW, true>(wb[0], bb[0], a.w, d[k]);
-      else load_weight_block<1, kW>(wb, bb, a.w, d[k]);
+      load_weight_block<1, kW>(wb, bb, a.w, d[k]);
 #pragma unroll
       for (int j = 0; j < kW; ++j) w[k][j] = wb[0][j];
       bias[k] = bb[0];
@@ -337,8 +295,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
       }
       float acc = fmaf(w[k][kHalo], to_float(xv[k]), bias[k]);
 #pragma unroll
-      for (int j = 0; j < kHalo; ++j)
-        if (j >= lead) acc = fmaf(w[k][j], to_float(win[k][j]), acc);
+      for (int j = 0; j < kHalo; ++j) acc = fmaf(w[k][j], to_float(win[k][j]), acc);
       *op = from_float<T>(activate(acc, a.silu));
       T* __restrict__ sp = static_cast<T*>(a.state) + row[k] * a.state_batch_stride + d[k] * a.state_dim_stride;
       if (circular) {
@@ -347,10 +304,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
         // Shift left by one: entries below the window move from memory (state_len > width - 1
         // only; a forward copy reads j + 1 before writing it), the window's from registers, x last.
 #pragma unroll 1
-        for (int64_t j = 0; j + 1 < S - halo; ++j) sp[j * ss] = sp[(j + 1) * ss];
+        for (int64_t j = 0; j + 1 < S - kHalo; ++j) sp[j * ss] = sp[(j + 1) * ss];
 #pragma unroll
         for (int i = 0; i < kHalo; ++i)
-          if (i >= lead && S - kHalo + i - 1 >= 0) sp[(S - kHalo + i - 1) * ss] = win[k][i];
+          if (S - kHalo + i - 1 >= 0) sp[(S - kHalo + i - 1) * ss] = win[k][i];
         sp[(S - 1) * ss] = xv[k];
       }
     }
@@ -477,9 +434,8 @@ bool channel_vectors_ok(const CausalConv1dUpdateParams& p, int kV) {
 
 // ---------------------------------------------------------------------------------------------
 // Build-time shards (shard.h): the registry compiles this file in N shards; shard s compiles the
-// widths w with width_shard(wide_shard_width(w), N) == s (AITER_LITE_CONV_WIDE_WIDTH_SWITCH skips the
-// others; widths 5..8 share the kWideWidth kernels, in width 5's shard) and shard 0 the generic kernel
-// (widths > kMaxTemplateWidth). The checks and the choice of shard are in causal_conv1d_update below
+// widths w with (w - 1) % N == s (AITER_LITE_CONV_WIDTH_SWITCH skips the others) and shard 0 the
+// runtime-width kernels. The checks and the choice of shard are in causal_conv1d_update below
 // (shard 0's copy of the file); each shard's copy of update_shard launches its own kernels.
 
 namespace conv1d {
@@ -534,19 +490,17 @@ void update_shard(const CausalConv1dUpdateParams& p, void* stream_ptr) {
     const bool vec_ok = channel_vectors_ok(p, kVecV) && p.batch * (p.dim / kVecV) >= kMinVecItems;
     if (p.seqlen == 1 && !vec_ok) {
       a.n_groups = p.dim;
-      return AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW, [&] {
-        if (p.batch * p.dim >= kStepManyItems) update_step_launch<scalar_t, kW, 4>(args_for_width<kW>(a), stream);
-        else update_step_launch<scalar_t, kW, 1>(args_for_width<kW>(a), stream);
+      return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
+        if (p.batch * p.dim >= kStepManyItems) update_step_launch<scalar_t, kW, 4>(a, stream);
+        else update_step_launch<scalar_t, kW, 1>(a, stream);
       });
     }
     if (channel_vectors_ok(p, kVecV)) {
       a.n_groups = p.dim / kVecV;
-      return AITER_LITE_CONV_WIDE_WIDTH_SWITCH(
-          p.width, kW, [&] { update_launch<scalar_t, kW, kVecV>(args_for_width<kW>(a), stream); });
+      return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { update_launch<scalar_t, kW, kVecV>(a, stream); });
     }
     a.n_groups = p.dim;
-    return AITER_LITE_CONV_WIDE_WIDTH_SWITCH(p.width, kW,
-                                             [&] { update_launch<scalar_t, kW, 1>(args_for_width<kW>(a), stream); });
+    return AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] { update_launch<scalar_t, kW, 1>(a, stream); });
   });
 }
 
@@ -568,7 +522,7 @@ void causal_conv1d_update(const CausalConv1dUpdateParams& p, void* stream_ptr) {
   if (p.x == nullptr || p.out == nullptr || p.weight == nullptr || (p.conv_state == nullptr && p.state_len > 0))
     throw std::invalid_argument("aiter_lite causal_conv1d_update: null tensor pointer");
 
-  with_shard<AITER_LITE_SHARDS>(width_shard(wide_shard_width(p.width), AITER_LITE_SHARDS), [&](auto shard) {
+  with_shard<AITER_LITE_SHARDS>(width_shard(p.width, AITER_LITE_SHARDS), [&](auto shard) {
     conv1d::update_shard<decltype(shard)::value, AITER_LITE_SHARDS>(p, stream_ptr);
   });
 }
