@@ -227,14 +227,12 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     float init_x[kHalo > 0 ? kHalo : 1];
     const bool near_start = kFeatures && e0 < kHalo;
     if constexpr (kFeatures) {
-      // Positions -state_len .. -1 only: the runtime-width kernel's halo reaches further back than its state.
+      // Slots i < lead (skipped taps: no output reads them) are not loaded: the runtime-width kernel's halo reaches
+      // further back than its state's width - 1 entries.
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {
         const int64_t pos = e0 - kHalo + i;
-        const bool in_state = kW == kWideWidth
-                                  ? static_cast<uint64_t>(pos + a.state_len) < static_cast<uint64_t>(a.state_len)
-                                  : pos < 0;
-        init_x[i] = near_start && in_state ? x_or_init<T>(a, xr, b, d, pos) : 0.f;
+        init_x[i] = near_start && pos < 0 && wide_tap_runs(i, lead) ? x_or_init<T>(a, xr, b, d, pos) : 0.f;
       }
     }
     WindowMarks marks[kVecs];
