@@ -38,7 +38,7 @@ def cuobjdump() -> str:
 
 
 def kernels_of(obj: Path, tool: str) -> dict[str, list[str]]:
-    """Mangled kernel name -> its instructions, addresses and hex immediates blanked."""
+    """Demangled kernel name -> its instructions, addresses and hex immediates blanked."""
     sass = subprocess.run([tool, "-sass", str(obj)], capture_output=True, text=True, check=True).stdout
     funcs: dict[str, list[str]] = {}
     current = None
@@ -73,8 +73,10 @@ def tree_kernels(spec, only: str, tmp: Path, jobs: int, tool: str) -> dict[str, 
 
 
 def demangled(names: list[str]) -> dict[str, str]:
-    if not names or not shutil.which("c++filt"):
-        return {n: n for n in names}
+    if not names:
+        return {}
+    if not shutil.which("c++filt"):  # mangled names hash the unit's path: the two trees' kernels would never pair
+        raise SystemExit("c++filt not found (binutils)")
     out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.splitlines()
     return dict(zip(names, out))
 
@@ -100,7 +102,6 @@ def main() -> int:
     (tmp / "base").mkdir()
     new = tree_kernels(new_spec, args.only, tmp / "new", args.jobs, tool)
     base = tree_kernels(base_spec, args.only, tmp / "base", args.jobs, tool)
-    names = {n: n for n in set(new) | set(base)}
     same = [n for n in new if n in base and new[n] == base[n]]
     changed = [n for n in new if n in base and new[n] != base[n]]
     only_new = [n for n in new if n not in base]
@@ -111,14 +112,14 @@ def main() -> int:
                          ("only in the baseline", only_base)):
         if group:
             print(f"{title}:")
-            for n in sorted(group, key=lambda k: names[k]):
+            for n in sorted(group):
                 counts = f"{len(base.get(n, []))} -> {len(new.get(n, []))}" if n in base and n in new else \
                     str(len(new.get(n, base.get(n, []))))
-                print(f"  {counts:>13}  {names[n][:200]}")
+                print(f"  {counts:>13}  {n[:200]}")
     if args.show is not None:
         for n in changed:
-            if args.show in names[n]:
-                print(f"--- {names[n][:200]}")
+            if args.show in n:
+                print(f"--- {n[:200]}")
                 sys.stdout.writelines(difflib.unified_diff([i + "\n" for i in base[n]], [i + "\n" for i in new[n]],
                                                            "base", "new", n=2))
     return 0
