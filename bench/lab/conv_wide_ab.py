@@ -54,11 +54,11 @@ def forward_case(dtype, W, layout, features, length=L):
     return lambda: conv(x, w, bias, activation="silu")
 
 
-def backward_case(dtype, W, layout, features, length=L):
+def backward_case(dtype, W, layout, features, length=L, dout_contiguous=False):
     x, w, bias, init = inputs(dtype, W, layout, length, grad=True)
     sid = seq_ids(B, length, 4, random.Random(W))
     dout = torch.randn(B, D, length, device="cuda").to(dtype)
-    if layout in ("channel_last", "cl_odd"):  # dout channel-last, as the output comes
+    if layout in ("channel_last", "cl_odd") and not dout_contiguous:  # dout channel-last, as the output comes
         dout = torch.randn(B, length, D, device="cuda").to(dtype).transpose(1, 2)
     conv = aiter_lite.causal_conv1d_fn
 
@@ -106,6 +106,8 @@ CASES = [
     ("bwd channel-last +init", lambda dt, W: backward_case(dt, W, "channel_last", False)),
     ("bwd channel-last +seq", lambda dt, W: backward_case(dt, W, "channel_last", True)),
     ("bwd channel-last direct +init", lambda dt, W: backward_case(dt, W, "cl_odd", False)),
+    ("bwd channel-last, dout contiguous", lambda dt, W: backward_case(dt, W, "channel_last", False,
+                                                                       dout_contiguous=True)),
     ("bwd padded +init", lambda dt, W: backward_case(dt, W, "padded", False)),
 ]
 
