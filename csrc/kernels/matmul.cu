@@ -523,6 +523,17 @@ bool skinny_preferred(const MatmulParams& s) {
          s.m <= matmul_detail::kSkinnyMaxM;
 }
 
+// A K-contiguous, 16-byte aligned B (w.t()) with 8192..16384 columns, on CUDA.
+bool skinny_wide_wt(const MatmulParams& s) {
+#if defined(AITER_LITE_CUDA)
+  return s.n >= 8192 && s.n <= 16384 && s.b_col_stride != 1 &&
+         matmul_detail::skinny_b_layout(s, 2) == matmul_detail::SkinnyBLayout::kKVec;
+#else
+  (void)s;
+  return false;
+#endif
+}
+
 // `plan`, or the skinny kernel where `plan` is the SIMT fallback of a tensor-core path (a layout the
 // tensor cores cannot load) and skinny_preferred.
 SlicePlan or_skinny(const MatmulParams& s, const SlicePlan& plan) {
@@ -540,6 +551,11 @@ SlicePlan plan_slice(const MatmulParams& s, MatmulPath path, bool probe) {
   // out (or_skinny): on aligned layouts wgmma measured level with the skinny kernel's tensor-core
   // form or faster (H100, session 22: docs/matmul.md).
   if (skinny_preferred(s) && s.dtype == DType::kFloat32) return {SlicePlan::Kernel::kSkinny, -1, false, false};
+  // fp16/bf16 w.t() (an nn.Linear weight, K-contiguous and 16-byte aligned) with 8192..16384 output columns: the
+  // skinny kernel's tensor-core form beat wgmma there (1 x 11008 x 4096 bf16: 43.2 against 52.1 us, cuBLAS 46.4; H100,
+  // session 22), where wgmma's 128-column tiles leave SMs idle; at 4096 columns wgmma was faster.
+  if (skinny_preferred(s) && s.dtype != DType::kFloat32 && skinny_wide_wt(s))
+    return {SlicePlan::Kernel::kSkinny, -1, false, false};
   switch (path) {
     case MatmulPath::kSimt: return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, s.config, s), false, false};
     case MatmulPath::kWgmma16: return or_skinny(s, plan_wgmma(s, probe));
