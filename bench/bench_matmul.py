@@ -4,14 +4,14 @@ Medians of do_bench (CUDA events, L2 flushed), both writing into a preallocated 
 (TF32 off on both sides: the SIMT kernel), tf32 with TF32 allowed on both.
 
     python bench/bench_matmul.py [--quick] [--dtypes ...] [--shapes MxNxK,...] [--variants ...] [--rounds N] [--out F]
-    python bench/bench_matmul.py --epilogue --backward --odd --host    # issue 21: tables only, no JSON
+    python bench/bench_matmul.py --epilogue --backward --odd --host --out-fp32    # issue 21: tables only, no JSON
 
 --variants: the kernel variants timed for fp16/bf16 (fp32 and tf32 run auto). --rounds: cuBLAS and each
 variant in interleaved rounds, medians (slow clock and power drifts hit both alike). Every config of the
 table timed, and the Hopper issue's targets: bench/lab/matmul_configs.py. Issue 21:
 --epilogue (bias+gelu_tanh, bias+relu+residual vs torch.addmm + F.gelu and torch._addmm_activation),
 --backward (a Linear-like layer's forward+backward vs torch), --odd (odd and skinny shapes vs cuBLAS and
-copy bandwidth), --host (host time per tiny call).
+copy bandwidth), --host (host time per tiny call), --out-fp32 (fp32 outputs of fp16/bf16 inputs vs cuBLAS's).
 JSON records: M, N, K, dtype, impl ("cublas" or "aiter_lite"), config (-1: the default), us, tflops;
 aiter_lite's also variant, kernel (what the dispatch ran, e.g. "wgmma 13") and config_resolved.
 """
@@ -61,7 +61,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--shapes", help="MxNxK,...: replaces the shapes of the table")
     p.add_argument("--rounds", type=int, default=1, help="interleaved rounds of cuBLAS and each variant")
     for flag, what in (("epilogue", "fused epilogues vs cuBLAS + torch ops"), ("backward", "forward + backward vs "
-                       "torch"), ("odd", "odd and skinny shapes"), ("host", "host time per tiny call")):
+                       "torch"), ("odd", "odd and skinny shapes"), ("host", "host time per tiny call"),
+                       ("out-fp32", "fp32 output of 16-bit inputs vs torch.mm(out_dtype=float32)")):
         p.add_argument(f"--{flag}", action="store_true", help=f"issue 21: {what}")
     return p
 
@@ -89,7 +90,7 @@ def parse_args(argv=None, p=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     need_cuda("bench_matmul")
-    if args.epilogue or args.backward or args.odd or args.host:
+    if args.epilogue or args.backward or args.odd or args.host or args.out_fp32:
         return issue21(args)
     shapes = args.shape_list or (QUICK_SHAPES if args.quick else SHAPES)
     records = run(args, lambda mode: shapes)
@@ -220,6 +221,30 @@ def issue21(args) -> int:
                                "_addmm_activation(gelu) us", "ours bias+relu+res us", "vs addmm+gelu", "vs _addmm_act",
                                "gelu epilogue cost vs plain", "relu+res cost vs plain", "kernel plain",
                                "kernel epilogue"], rows))
+    if args.out_fp32:
+        rows = []
+        shapes = LLM_SHAPES[:2] if quick else LLM_SHAPES
+        for mode in ("bf16", "fp16"):
+            for m, n, k in shapes + [(16, 4096, 4096), (16, 11008, 4096)]:
+                a, b, bias = randn(m, k, dt=MODES[mode]), randn(k, n, dt=MODES[mode]), randn(n)
+                out16 = torch.empty(m, n, device="cuda", dtype=MODES[mode])
+                out32 = torch.empty(m, n, device="cuda", dtype=torch.float32)
+                try:  # cuBLAS with an fp32 output (aten::mm.dtype), else the product rounded then widened
+                    torch.mm(a, b, out_dtype=torch.float32)
+                    ref_name, ref_fn = "torch.mm(out_dtype=fp32)", lambda: torch.mm(a, b, out_dtype=torch.float32)
+                except (RuntimeError, TypeError):
+                    ref_name, ref_fn = "torch.mm().float()", lambda: torch.mm(a, b).float()
+                plain, f32, f32_epi, ref = (bench_ms(fn, quick) for fn in (
+                    lambda: aiter_lite.matmul(a, b, out16),
+                    lambda: aiter_lite.matmul(a, b, out32, out_dtype=torch.float32),
+                    lambda: aiter_lite.matmul(a, b, out32, out_dtype=torch.float32, bias=bias, activation="gelu_tanh"),
+                    ref_fn))
+                rows.append([f"{m}x{n}x{k}", mode, *(f"{t * 1e3:.1f}" for t in (plain, f32, f32_epi, ref)), ref_name,
+                             f"{ref / f32:.2f}x", f"{f32 / plain - 1:+.1%}",
+                             matmul_plan(a, b, out32, out_dtype=torch.float32)])
+        print("\n" + md_table(["M x N x K", "inputs", "ours 16-bit out us", "ours fp32 out us",
+                               "ours fp32 out + bias+gelu_tanh us", "cuBLAS fp32 out us", "cuBLAS call",
+                               "cuBLAS / ours fp32", "fp32 out vs 16-bit out", "kernel fp32 out"], rows))
     if args.backward:
         rows = []
         for m, n, k in [(4096, 4096, 4096), (8192, 11008, 4096)][: 1 if quick else 2]:

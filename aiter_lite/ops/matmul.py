@@ -406,14 +406,16 @@ def _autograd():
 def matmul_plan(a: torch.Tensor, b: torch.Tensor, out: Optional[torch.Tensor] = None, *,
                 allow_tf32: Optional[bool] = None, variant: str = "auto", config: int = -1,
                 bias: Optional[torch.Tensor] = None, activation: Optional[str] = None,
-                residual: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 1.0) -> str:
+                residual: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 1.0,
+                out_dtype: Optional[torch.dtype] = None) -> str:
     """The kernel and tile config that matmul(a, b, out, ...) would run, as "<kernel> <config>":
     kernel naive | simt | tensor_core | wgmma | wgmma_tf32 on the GPU (config a MATMUL_CONFIGS index),
     "cpu -1" on the CPU, "none -1" when there is nothing to compute. Checks the arguments like matmul and runs
     nothing (config=-1 is the kernel's own choice; the autotuner is not consulted). For tests and
     benchmarks: variant="wgmma" falls back to tensor_core on layouts TMA cannot describe. bias ... beta:
-    the call's epilogue (a call with one may run another kernel than one without)."""
-    shape, out_dt, act = _check(a, b, out, allow_tf32, variant, config, bias, activation, residual, alpha, beta)
+    the call's epilogue and out_dtype (a call with one may run another kernel than one without)."""
+    shape, out_dt, act = _check(a, b, out, allow_tf32, variant, config, bias, activation, residual, alpha, beta,
+                                out_dtype)
     epilogue = bias is not None or act != 0 or residual is not None or float(alpha) != 1.0
     tf32 = _tf32_flag(a, allow_tf32)
     if out is None:

@@ -8,10 +8,10 @@
 source bench/lab/lab_steps.sh
 part=${1:-validate}
 P="python3 -m pytest -q -m gpu -p no:cacheprovider"
-( timeout 200 /usr/bin/time -f "%e s wall, %U+%S CPU s" python3 -m aiter_lite -q build module_causal_conv1d \
-    module_matmul ) > "$L/build.txt" 2>&1
-echo "build rc=$? $(tail -n 1 "$L/build.txt") at $((SECONDS - t0)) s"
 if [ "$part" = validate ]; then
+  ( timeout 200 /usr/bin/time -f "%e s wall, %U+%S CPU s" python3 -m aiter_lite -q build module_causal_conv1d \
+      module_matmul ) > "$L/build.txt" 2>&1
+  echo "build rc=$? $(tail -n 1 "$L/build.txt") at $((SECONDS - t0)) s"
   gpu_checks "tests/test_gpu_conv_wide.py tests/test_gpu_causal_conv1d_states.py tests/test_gpu_matmul_skinny.py" \
     "tests/test_gpu_conv_wide.py" "forward_with_states and (rows or contiguous)" 240 120
   check_summary
@@ -22,9 +22,27 @@ if [ "$part" = validate ]; then
   timeout 60 python3 bench/lab/first_call.py > "$L/first_call.txt" 2>&1
   echo "first call rc=$? at $((SECONDS - t0)) s"; tail -n 30 "$L/first_call.txt"
 else
-  gpu_checks "tests/test_gpu_matmul_epilogue.py tests/test_gpu_matmul.py" "tests/test_gpu_matmul_epilogue.py" \
-    "out_dtype" 300 150
+  # The old tree (.peers/old_tree.tar: main before out_fp32) and this one, matmul only, side by side.
+  OLD=/tmp/old_tree NEW=$PWD
+  rm -rf "$OLD" && mkdir -p "$OLD" && tar -xf .peers/old_tree.tar -C "$OLD"
+  for t in old new; do
+    root=$NEW; [ $t = old ] && root=$OLD
+    (cd "$root" && PYTHONPATH=$root AITER_LITE_CACHE_DIR=/tmp/c_$t AITER_LITE_LOCK_DIR=/tmp/c_$t.locks timeout 200 \
+      /usr/bin/time -f "%e s wall, %U+%S CPU s" python3 -m aiter_lite -q build module_matmul) > "$L/build_$t.txt" 2>&1 &
+  done
+  wait; echo "builds: $(tail -n 1 "$L"/build_old.txt) | $(tail -n 1 "$L"/build_new.txt) at $((SECONDS - t0)) s"
+  export AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
+  gpu_checks "tests/test_gpu_matmul_out_fp32.py tests/test_gpu_matmul_epilogue.py tests/test_gpu_matmul.py \
+tests/test_gpu_matmul_skinny.py" "tests/test_gpu_matmul_out_fp32.py" "several_tiles or (every_config and 2) or skinny" \
+    300 150
   check_summary
-  timeout 200 python3 bench/bench_matmul.py --epilogue --out-dtype float32 > "$L/outdtype.txt" 2>&1
-  echo "bench rc=$? at $((SECONDS - t0)) s"; tail -n 40 "$L/outdtype.txt"
+  for r in 1 2; do
+    (cd "$OLD" && PYTHONPATH=$OLD AITER_LITE_CACHE_DIR=/tmp/c_old timeout 150 python3 bench/bench_matmul.py \
+      --epilogue) >> "$L/epi_old.txt" 2>&1
+    timeout 150 python3 bench/bench_matmul.py --epilogue >> "$L/epi_new.txt" 2>&1
+  done
+  echo "epilogue A/B at $((SECONDS - t0)) s"; grep -h "^| [0-9]" "$L/epi_old.txt" | sed 's/^/old /'
+  grep -h "^| [0-9]" "$L/epi_new.txt" | sed 's/^/new /'
+  timeout 200 python3 bench/bench_matmul.py --out-fp32 > "$L/outfp32.txt" 2>&1
+  echo "out fp32 rc=$? at $((SECONDS - t0)) s"; tail -n 20 "$L/outfp32.txt"
 fi

@@ -25,9 +25,13 @@ struct MatmulEpilogue {
   float alpha, beta;
   DType bias_dtype;
   MatmulActivation activation;
+  // GPU kernels: out (and residual) are fp32 while a and b are 16-bit (out_dtype float32). Set by the
+  // GPU matmul() from out_dtype; the epilogue kernels store the fp32 value without rounding to 16 bits.
+  bool out_fp32;
 
   bool is_identity() const {
-    return bias == nullptr && residual == nullptr && activation == MatmulActivation::kNone && alpha == 1.0f;
+    return bias == nullptr && residual == nullptr && activation == MatmulActivation::kNone && alpha == 1.0f &&
+           !out_fp32;
   }
 };
 

@@ -243,6 +243,8 @@ MatmulParams normalized(const MatmulParams& p) {
   if (q.m == 1) q.a_row_stride = q.out_row_stride = 0;
   if (q.n == 1) q.b_col_stride = q.out_col_stride = 0;
   if (q.k == 1) q.a_col_stride = q.b_row_stride = 0;
+  // fp32 out for 16-bit inputs: the epilogue kernels store the fp32 value (MatmulEpilogue::out_fp32).
+  q.epilogue.out_fp32 = q.out_dtype == DType::kFloat32 && q.dtype != DType::kFloat32;
   return q;
 }
 
@@ -621,8 +623,8 @@ MatmulPath checked_path(const MatmulParams& q) {
   if (q.m > kMaxDim || q.n > kMaxDim || q.k > kMaxDim) invalid("m, n and k must be below 2^31");
   if (q.dtype != DType::kFloat32 && q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16)
     invalid("unsupported dtype");
-  if (q.out_dtype != q.dtype)
-    invalid("out_dtype other than the inputs' dtype is not implemented in the GPU kernels of this build");
+  if (q.out_dtype != q.dtype && !(q.out_dtype == DType::kFloat32 && q.dtype != DType::kFloat32))
+    invalid("out_dtype must be the inputs' dtype, or float32 for 16-bit inputs");
   const MatmulActivation act = q.epilogue.activation;
   if (act != MatmulActivation::kNone && act != MatmulActivation::kRelu && act != MatmulActivation::kGeluErf &&
       act != MatmulActivation::kGeluTanh && act != MatmulActivation::kSilu)
@@ -682,15 +684,16 @@ void matmul(const MatmulParams& params, void* stream_ptr) {
   const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
   // gridDim.z is one batch entry each, at most 65535: larger batches run as several launches.
   const int64_t elem_bytes = p.dtype == DType::kFloat32 ? 4 : 2;
+  const int64_t out_bytes = p.out_dtype == DType::kFloat32 ? 4 : 2;
   for (int64_t b0 = 0; b0 < p.batch; b0 += kMaxGridZ) {
     MatmulParams s = p;
     s.batch = std::min(kMaxGridZ, p.batch - b0);
     s.a = static_cast<const char*>(p.a) + b0 * p.a_batch_stride * elem_bytes;
     s.b = static_cast<const char*>(p.b) + b0 * p.b_batch_stride * elem_bytes;
-    s.out = static_cast<char*>(p.out) + b0 * p.out_batch_stride * elem_bytes;
+    s.out = static_cast<char*>(p.out) + b0 * p.out_batch_stride * out_bytes;
     if (p.epilogue.residual != nullptr)
       s.epilogue.residual =
-          static_cast<const char*>(p.epilogue.residual) + b0 * p.epilogue.residual_batch_stride * elem_bytes;
+          static_cast<const char*>(p.epilogue.residual) + b0 * p.epilogue.residual_batch_stride * out_bytes;
     run_slice(s, plan_slice(s, path, /*probe=*/false), stream);
   }
 }

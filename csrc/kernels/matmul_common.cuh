@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "dtype_traits.cuh"
 #include "matmul_epilogue_math.h"
@@ -29,7 +30,7 @@ template <typename T>
 struct GemmArgs {
   const T* a;
   const T* b;
-  T* out;
+  T* out;  // float* in truth under epi.out_fp32 (16-bit T): see with_out_type
   int64_t batch;  // entries in this launch (gridDim.z); the host slices larger batches
   int64_t a_batch_stride, a_row_stride, a_col_stride;
   int64_t b_batch_stride, b_row_stride, b_col_stride;
@@ -51,10 +52,28 @@ __device__ __forceinline__ float apply_epilogue(const MatmulEpilogue& e, float v
   v *= e.alpha;
   if (e.bias != nullptr) v += load_as_float(e.bias, e.bias_dtype, col * e.bias_stride);
   v = matmul_activation(e.activation, v);
-  if (e.residual != nullptr)
-    v = fmaf(e.beta, to_float(static_cast<const T*>(e.residual)[z * e.residual_batch_stride + row * e.residual_row_stride +
-                                                                 col * e.residual_col_stride]), v);
+  if (e.residual != nullptr) {
+    const int64_t at = z * e.residual_batch_stride + row * e.residual_row_stride + col * e.residual_col_stride;
+    // The residual has out's dtype: fp32 under out_fp32 (16-bit kernels only), else T.
+    const float r = sizeof(T) == 2 && e.out_fp32 ? static_cast<const float*>(e.residual)[at]
+                                                 : to_float(static_cast<const T*>(e.residual)[at]);
+    v = fmaf(e.beta, r, v);
+  }
   return v;
+}
+
+// The element type of out in a kernel of input type T: T, or float for out_fp32 (16-bit T only).
+// with_out_type(T kernel's args, f) calls f with a pointer to out of the right type, so a store loop is
+// written once for both: f(static_cast<T*>) or f(static_cast<float*>).
+template <typename T, typename F>
+__device__ __forceinline__ void with_out_type(T* out, bool out_fp32, F&& f) {
+  if constexpr (sizeof(T) == 2) {
+    if (out_fp32) {
+      f(reinterpret_cast<float*>(out));
+      return;
+    }
+  }
+  f(out);
 }
 
 // Block tile -> (m0, n0) in a grouped order: kGroupM consecutive blocks walk down M before moving

@@ -52,6 +52,12 @@ inline SimtLoad simt_load_mode(const OperandLayout& op) {
   return along_mn ? SimtLoad::kScalarMN : SimtLoad::kScalarK;
 }
 
+// Bytes of one out (and residual) element for a kernel whose inputs have in_bytes: 4 under
+// out_fp32 (out_dtype float32 with 16-bit inputs).
+inline int64_t out_elem_bytes(const MatmulParams& p, int64_t in_bytes) {
+  return p.epilogue.out_fp32 ? 4 : in_bytes;
+}
+
 // Output rows contiguous, and row/batch strides and pointer aligned to `vec` elements.
 inline bool out_vec_ok(const MatmulParams& p, int64_t vec, int64_t elem_bytes) {
   return (p.out_col_stride == 1 || p.n == 1) && p.out_row_stride % vec == 0 && p.out_batch_stride % vec == 0 &&
@@ -138,7 +144,7 @@ void simt_launch(const MatmulParams& p, gpuStream_t stream) {
   const int64_t eb = sizeof(T);
   g.a_load = simt_load_mode(operand_a(p, eb));
   g.b_load = simt_load_mode(operand_b(p, eb));
-  g.out_vec = out_vec_ok(p, 4, eb);
+  g.out_vec = out_vec_ok(p, 4, out_elem_bytes(p, eb));
   const dim3 grid = set_tile_grid(g, Traits::kBM, Traits::kBN);
   auto kernel = matmul_simt_kernel<Traits>;
   ensure_dynamic_smem<Traits>(kernel);
@@ -171,7 +177,8 @@ template <class Traits>
 void tc_launch(const MatmulParams& p, gpuStream_t stream) {
   using T = typename Traits::elem_t;
   GemmArgs<T> g = make_args<T>(p);
-  g.out_vec = out_vec_ok(p, 2, sizeof(T));
+  const int64_t out_bytes = out_elem_bytes(p, sizeof(T));
+  g.out_vec = out_vec_ok(p, 2, out_bytes);
   const int64_t tiles = set_tile_grid(g, Traits::kBM, Traits::kBN).x;
   auto kernel = matmul_tc_kernel<Traits>;
   ensure_dynamic_smem<Traits>(kernel);
@@ -183,7 +190,9 @@ void tc_launch(const MatmulParams& p, gpuStream_t stream) {
     s.work_items = static_cast<int32_t>(tiles * s.batch);
     s.a += b0 * p.a_batch_stride;
     s.b += b0 * p.b_batch_stride;
-    s.out += b0 * p.out_batch_stride;
+    s.out = reinterpret_cast<T*>(reinterpret_cast<char*>(g.out) + b0 * p.out_batch_stride * out_bytes);
+    if (g.epi.residual != nullptr)
+      s.epi.residual = static_cast<const char*>(g.epi.residual) + b0 * p.epilogue.residual_batch_stride * out_bytes;
     const dim3 grid(static_cast<unsigned>(std::min(tiles * s.batch, resident)), 1, 1);
     kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(s);
     AITER_LITE_LAUNCH_CHECK();

@@ -28,7 +28,10 @@ __global__ void __launch_bounds__(NaiveMatmulTraits::kThreads) matmul_naive_kern
     for (int32_t kk = 0; kk < args.k; ++kk)
       acc = fmaf(to_float(a_row[kk * args.a_col_stride]), to_float(b_col[kk * args.b_row_stride]), acc);
     if (args.epi_active) acc = apply_epilogue<T>(args.epi, acc, z, row, col);
-    args.out[z * args.out_batch_stride + row * args.out_row_stride + col * args.out_col_stride] = from_float<T>(acc);
+    with_out_type(args.out, args.epi.out_fp32, [&](auto* out) {
+      using O = std::remove_pointer_t<decltype(out)>;
+      out[z * args.out_batch_stride + row * args.out_row_stride + col * args.out_col_stride] = from_float<O>(acc);
+    });
   }
 }
 

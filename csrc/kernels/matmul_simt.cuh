@@ -239,25 +239,28 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocks)
 #pragma unroll
       for (int e = 0; e < kTM * kTN; ++e) acc[e / kTN][e % kTN] = v[e];
     }
-    T* __restrict__ out = args.out + z * args.out_batch_stride;
+    with_out_type(args.out, args.epi.out_fp32, [&](auto* out_base) {
+      using O = std::remove_pointer_t<decltype(out_base)>;
+      O* __restrict__ out = out_base + z * args.out_batch_stride;
 #pragma unroll
-    for (int i = 0; i < kTM; ++i) {
-      const int row = tile.m0 + row_in_tile + (i / 4) * Traits::kSubStrideM + i % 4;
-      if (row >= args.m) continue;
-      T* out_row = out + row * args.out_row_stride;
+      for (int i = 0; i < kTM; ++i) {
+        const int row = tile.m0 + row_in_tile + (i / 4) * Traits::kSubStrideM + i % 4;
+        if (row >= args.m) continue;
+        O* out_row = out + row * args.out_row_stride;
 #pragma unroll
-      for (int s = 0; s < Traits::kSubN; ++s) {
-        const int col = tile.n0 + col_in_tile + s * Traits::kSubStrideN;
-        const float* v = &acc[i][4 * s];
-        if (args.out_vec && col + 3 < args.n) {
-          store4<T>(out_row + col, v[0], v[1], v[2], v[3]);
-        } else {
+        for (int s = 0; s < Traits::kSubN; ++s) {
+          const int col = tile.n0 + col_in_tile + s * Traits::kSubStrideN;
+          const float* v = &acc[i][4 * s];
+          if (args.out_vec && col + 3 < args.n) {
+            store4<O>(out_row + col, v[0], v[1], v[2], v[3]);
+          } else {
 #pragma unroll
-          for (int j = 0; j < 4; ++j)
-            if (col + j < args.n) out_row[(col + j) * args.out_col_stride] = from_float<T>(v[j]);
+            for (int j = 0; j < 4; ++j)
+              if (col + j < args.n) out_row[(col + j) * args.out_col_stride] = from_float<O>(v[j]);
+          }
         }
       }
-    }
+    });
   }
 }
 

@@ -361,7 +361,10 @@ __device__ __forceinline__ void skinny_finish(const SkinnyArgs<T>& g, const floa
     }
 #endif
     if (g.epi_active) v = apply_epilogue<T>(g.epi, v, z, m, n);
-    g.out[z * g.o_batch + m * g.o_m + static_cast<int64_t>(n) * g.o_n] = from_float<T>(v);
+    with_out_type(g.out, g.epi.out_fp32, [&](auto* out) {
+      using O = std::remove_pointer_t<decltype(out)>;
+      out[z * g.o_batch + m * g.o_m + static_cast<int64_t>(n) * g.o_n] = from_float<O>(v);
+    });
   }
 #if defined(AITER_LITE_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (g.splits > 1) cg::this_cluster().sync();  // peers may still read this block's ps

@@ -552,7 +552,6 @@ __device__ __forceinline__ void tc_epilogue(const typename Traits::accumulators&
   const int tid = tc_tid();
   const int lane = tid % 32, warp = tid / 32;
   const int warp_m = warp / Traits::kWarpsN, warp_n = warp % Traits::kWarpsN;
-  T* out = args.out + static_cast<int64_t>(w.z) * args.out_batch_stride;
   const int g = lane >> 2, t = lane & 3;
   typename Traits::accumulators acc;
 #pragma unroll
@@ -564,26 +563,30 @@ __device__ __forceinline__ void tc_epilogue(const typename Traits::accumulators&
   if (args.epi_active)
     tc_apply_epilogue<Traits>(acc, args, w.z, w.tile.m0 + warp_m * Traits::kWarpTileM + g,
                               w.tile.n0 + warp_n * Traits::kWarpTileN + 2 * t);
+  with_out_type(args.out, args.epi.out_fp32, [&](auto* out_base) {
+    using O = std::remove_pointer_t<decltype(out_base)>;
+    O* out = out_base + static_cast<int64_t>(w.z) * args.out_batch_stride;
 #pragma unroll
-  for (int mt = 0; mt < Traits::kMTiles; ++mt) {
+    for (int mt = 0; mt < Traits::kMTiles; ++mt) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = w.tile.m0 + warp_m * Traits::kWarpTileM + mt * 16 + half * 8 + g;
-      if (row >= args.m) continue;
-      T* out_row = out + row * args.out_row_stride;
+      for (int half = 0; half < 2; ++half) {
+        const int row = w.tile.m0 + warp_m * Traits::kWarpTileM + mt * 16 + half * 8 + g;
+        if (row >= args.m) continue;
+        O* out_row = out + row * args.out_row_stride;
 #pragma unroll
-      for (int nt = 0; nt < Traits::kNTiles; ++nt) {
-        const int col = w.tile.n0 + warp_n * Traits::kWarpTileN + nt * 8 + 2 * t;
-        const float x = acc[mt][nt][2 * half], y = acc[mt][nt][2 * half + 1];
-        if (args.out_vec && col + 1 < args.n) {
-          store2<T>(out_row + col, x, y);
-        } else {
-          if (col < args.n) out_row[col * args.out_col_stride] = from_float<T>(x);
-          if (col + 1 < args.n) out_row[(col + 1) * args.out_col_stride] = from_float<T>(y);
+        for (int nt = 0; nt < Traits::kNTiles; ++nt) {
+          const int col = w.tile.n0 + warp_n * Traits::kWarpTileN + nt * 8 + 2 * t;
+          const float x = acc[mt][nt][2 * half], y = acc[mt][nt][2 * half + 1];
+          if (args.out_vec && col + 1 < args.n) {
+            store2<O>(out_row + col, x, y);
+          } else {
+            if (col < args.n) out_row[col * args.out_col_stride] = from_float<O>(x);
+            if (col + 1 < args.n) out_row[(col + 1) * args.out_col_stride] = from_float<O>(y);
+          }
         }
       }
     }
-  }
+  });
 }
 
 // Persistent kernel: block b runs work items b, b + gridDim.x, ... (the host launches at most as

@@ -622,6 +622,7 @@ struct WgmmaEpiThread {
   bool res_pairs;            // each column pair is one aligned 4-byte word
   bool bias_pairs;           // interior tile, contiguous aligned bias: one load per column pair
   bool clip;                 // the tile crosses the M or N edge: loads test their bounds
+  int32_t z;                 // the tile's batch entry (wgmma_store_f32)
 };
 
 template <class Traits>
@@ -768,6 +769,19 @@ __device__ __forceinline__ void wgmma_epi_math(float (&a)[16], const MatmulEpilo
   }
 }
 
+// wgmma_epi_math with the call's activation (a uniform branch), on one half piece.
+template <typename T>
+__device__ __forceinline__ void wgmma_epi_math_any(float (&a)[16], const MatmulEpilogue& e, const WgmmaEpiInputs& in,
+                                                   bool has_res) {
+  switch (e.activation) {
+    case MatmulActivation::kRelu: wgmma_epi_math<MatmulActivation::kRelu, T>(a, e, in, has_res); break;
+    case MatmulActivation::kGeluErf: wgmma_epi_math<MatmulActivation::kGeluErf, T>(a, e, in, has_res); break;
+    case MatmulActivation::kGeluTanh: wgmma_epi_math<MatmulActivation::kGeluTanh, T>(a, e, in, has_res); break;
+    case MatmulActivation::kSilu: wgmma_epi_math<MatmulActivation::kSilu, T>(a, e, in, has_res); break;
+    default: wgmma_epi_math<MatmulActivation::kNone, T>(a, e, in, has_res); break;
+  }
+}
+
 // The 16 accumulators of half `kHalf` of step q, by a switch whose every case reads fixed registers.
 template <class Traits, int kHalf, int kQ = 0>
 __device__ __forceinline__ void wgmma_take_half(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs], int q,
@@ -807,14 +821,106 @@ __device__ __forceinline__ void wgmma_fused_half(const float (&acc)[Traits::kMBl
   using T = typename Traits::elem_t;
   float a[16];
   wgmma_take_half<Traits, kHalf>(acc, q, a);
-  switch (e.activation) {
-    case MatmulActivation::kRelu: wgmma_epi_math<MatmulActivation::kRelu, T>(a, e, in, has_res); break;
-    case MatmulActivation::kGeluErf: wgmma_epi_math<MatmulActivation::kGeluErf, T>(a, e, in, has_res); break;
-    case MatmulActivation::kGeluTanh: wgmma_epi_math<MatmulActivation::kGeluTanh, T>(a, e, in, has_res); break;
-    case MatmulActivation::kSilu: wgmma_epi_math<MatmulActivation::kSilu, T>(a, e, in, has_res); break;
-    default: wgmma_epi_math<MatmulActivation::kNone, T>(a, e, in, has_res); break;
-  }
+  wgmma_epi_math_any<T>(a, e, in, has_res);
   wgmma_stage_half<Traits, kHalf>(a, lane, buf);
+}
+
+// out_fp32 (fp32 output for 16-bit inputs), one half piece (16 rows of the warp x 32 columns) at a time:
+// act(alpha acc + bias) in registers (wgmma_epi_load's bias, wgmma_epi_math), written as fp32 pairs into
+// the warp's 2 KB slot (16 rows of 128 bytes, 16-byte chunk c of row r at chunk c ^ (r % 8): two wavefronts
+// per store, the minimum), read back as whole 16-byte chunks, lane l taking chunk l % 8 of rows l / 8 + 4 i,
+// so that each row's 128 bytes leave as one line; the residual (fp32, may be out itself: each chunk is
+// read by the lane that then writes it) is added there. Nothing is deferred to the next tile.
+template <class Traits>
+__device__ __forceinline__ void wgmma_f32_half(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+                                               const WgmmaArgs<typename Traits::elem_t>& args,
+                                               const WgmmaEpiThread<typename Traits::elem_t>& th, bool math, int q,
+                                               int half, int32_t row_base, int32_t col_base, int lane,
+                                               uint32_t slot, bool interior) {
+  using T = typename Traits::elem_t;
+  constexpr int kPieces = Traits::kBN / 64;
+  const MatmulEpilogue& e = args.epi;
+  float a[16];
+  if (half == 0)
+    wgmma_take_half<Traits, 0>(acc, q, a);
+  else
+    wgmma_take_half<Traits, 1>(acc, q, a);
+  if (math) {
+    WgmmaEpiInputs in;
+    wgmma_epi_load<Traits>(in, args, th, q, half);
+    wgmma_epi_math_any<T>(a, e, in, /*has_res=*/false);
+  }
+  // a[4 g + 2 h + j]: row lane / 4 + 8 h, column 8 g + 2 (lane % 4) + j of the half (wgmma_epi_math).
+#pragma unroll
+  for (int g = 0; g < 4; ++g) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = lane / 4 + 8 * h, chunk = 2 * g + (lane % 4) / 2;
+      sm90::sts_f32x2(slot + r * 128 + ((chunk ^ (r % 8)) << 4) + 8 * (lane % 2), a[4 * g + 2 * h],
+                      a[4 * g + 2 * h + 1]);
+    }
+  }
+  __syncwarp();
+  const int mb = q / kPieces, piece = q % kPieces;
+  const int ld_row = lane / 8, ld_chunk = lane % 8;
+  const int32_t col = col_base + 64 * piece + 32 * half + 4 * ld_chunk;
+  float* out = reinterpret_cast<float*>(args.out);
+  const bool has_res = e.residual != nullptr;
+  const bool vec = interior && args.out_vec;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = ld_row + 4 * i;
+    const uint4 bits = sm90::lds_128(slot + r * 128 + ((ld_chunk ^ (r % 8)) << 4));
+    float v[4] = {__uint_as_float(bits.x), __uint_as_float(bits.y), __uint_as_float(bits.z), __uint_as_float(bits.w)};
+    const int32_t row = row_base + 64 * mb + r;
+    if (!interior && row >= args.m) continue;
+    const int64_t z = th.z;
+    if (has_res) {
+      const float* res = static_cast<const float*>(e.residual) + z * e.residual_batch_stride +
+                         static_cast<int64_t>(row) * e.residual_row_stride;
+      if (vec && th.res_pairs) {
+        const float4 rv = *reinterpret_cast<const float4*>(res + col);
+        v[0] = fmaf(e.beta, rv.x, v[0]);
+        v[1] = fmaf(e.beta, rv.y, v[1]);
+        v[2] = fmaf(e.beta, rv.z, v[2]);
+        v[3] = fmaf(e.beta, rv.w, v[3]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (interior || col + j < args.n) v[j] = fmaf(e.beta, res[(col + j) * e.residual_col_stride], v[j]);
+      }
+    }
+    float* out_row = out + z * args.out_batch_stride + static_cast<int64_t>(row) * args.out_row_stride;
+    if (vec) {
+      *reinterpret_cast<float4*>(out_row + col) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (interior || col + j < args.n) out_row[(col + j) * args.out_col_stride] = v[j];
+    }
+  }
+  __syncwarp();  // the slot is read before the next half overwrites it
+}
+
+// out_fp32: the whole tile, half piece by half piece (wgmma_f32_half), through the warp's slot 0.
+template <class Traits>
+__device__ __forceinline__ void wgmma_store_f32(const float (&acc)[Traits::kMBlocks][Traits::kAccRegs],
+                                                const WgmmaArgs<typename Traits::elem_t>& args, const WgmmaTile& tile,
+                                                int consumer, int warp, int lane, uint32_t buf, bool interior) {
+  constexpr int kSteps = Traits::kMBlocks * (Traits::kBN / 64);
+  const MatmulEpilogue& e = args.epi;
+  const bool math = e.bias != nullptr || e.activation != MatmulActivation::kNone || e.alpha != 1.0f;
+  auto th = wgmma_epi_thread<Traits>(args, tile, consumer, warp, lane, interior);  // the bias loads
+  // The residual is fp32 here: read at the read-back (wgmma_f32_half), not as 16-bit pairs by wgmma_epi_load.
+  const float* res = static_cast<const float*>(e.residual);
+  th.res_pairs = res != nullptr && e.residual_col_stride == 1 && e.residual_row_stride % 4 == 0 &&
+                 e.residual_batch_stride % 4 == 0 && reinterpret_cast<uintptr_t>(res) % 16 == 0;
+  th.res = nullptr;
+  th.z = tile.z;
+  const int32_t row_base = tile.m0 + consumer * Traits::kWgRows + 16 * warp;
+#pragma unroll 1
+  for (int qh = 0; qh < 2 * kSteps; ++qh)  // rolled: one copy of the math and stores, few live registers
+    wgmma_f32_half<Traits>(acc, args, th, math, qh / 2, qh % 2, row_base, tile.n0, lane, buf, interior);
 }
 
 // The whole tile through the fused epilogue. Pieces below kFirstDeferred go through the warp's slot 0
@@ -829,6 +935,10 @@ __device__ __forceinline__ void wgmma_store_fused(const float (&acc)[Traits::kMB
                                                   uint32_t buf, bool interior) {
   using T = typename Traits::elem_t;
   constexpr int kPieces = Traits::kBN / 64, kSteps = Traits::kMBlocks * kPieces;
+  if (args.epi.out_fp32) {  // fp32 outputs: through slot 0, nothing deferred
+    wgmma_store_f32<Traits>(acc, args, tile, consumer, warp, lane, buf, interior);
+    return;
+  }
   const MatmulEpilogue& e = args.epi;
   const auto th = wgmma_epi_thread<Traits>(args, tile, consumer, warp, lane, interior);
   const bool has_res = th.res != nullptr;
@@ -868,7 +978,7 @@ __device__ __forceinline__ void wgmma_epi_prefetch(const WgmmaArgs<typename Trai
     const MatmulEpilogue& e = args.epi;
     const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     constexpr int kHalfCols = Traits::kBN / 2, kLineElems = 128 / static_cast<int>(sizeof(T));
-    if (e.residual != nullptr && e.residual_col_stride == 1) {
+    if (e.residual != nullptr && e.residual_col_stride == 1 && !e.out_fp32) {  // 16-bit rows (out_fp32: fp32)
       const int32_t col = tile.n0 + (lane / 16) * kHalfCols;
       const T* base = static_cast<const T*>(e.residual) + static_cast<int64_t>(tile.z) * e.residual_batch_stride;
 #pragma unroll
@@ -1021,7 +1131,8 @@ __device__ __forceinline__ void wgmma_consumer_overlap(const WgmmaArgs<typename 
         wgmma_stage_piece<Traits>(acc, 0, kFirstDeferred + d, lane, slots + d * 2048);
     }
     __syncwarp();  // the slots are written before any lane reads them back (in flush)
-    held_unit = unit;
+    // out_fp32 tiles are stored whole by wgmma_store_fused: nothing waits in the slots.
+    held_unit = Traits::kEpilogue && args.epi.out_fp32 ? -1 : unit;
     if (unit + unit_step >= args.total_units) flush();  // the CTA's last tile: nothing to overlap with
     wgmma_timeline::event(consumer, tile_no, wgmma_timeline::kEpilogueDone);
   }
@@ -1220,7 +1331,8 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
   if (!launch) return true;
 
   WgmmaArgs<T> args = make_wgmma_args<T>(p, Traits::kBK, units_n, units_m, units, a_batched, b_batched);
-  args.out_vec = out_vec_ok(p, 8, sizeof(T));
+  // 16-byte chunks: 8 16-bit outputs, or 4 fp32 ones (out_fp32, wgmma_store_f32).
+  args.out_vec = p.epilogue.out_fp32 ? out_vec_ok(p, 4, 4) : out_vec_ok(p, 8, sizeof(T));
   if constexpr (Traits::kEpilogue) args.epi = p.epilogue;
 
   auto kernel = matmul_wgmma_kernel<Traits>;
