@@ -9,6 +9,7 @@ import itertools
 import pytest
 import torch
 
+import aiter_lite
 import aiter_lite.ops._conv_autograd  # noqa: F401  registers torch.ops.aiter_lite.causal_conv1d_bwd
 from aiter_lite.ops import causal_conv1d_ref
 from conv_states_cases import (TOLERANCE, check_deterministic_backward, make_states, packed_seq_idx, random_normal,
@@ -143,3 +144,37 @@ def test_new_paths_bitwise_reproducible(shape, layout):
     b = random_normal((shape[1],), torch.float32, DEV).requires_grad_()
     dout = random_normal(tuple(x.shape), torch.bfloat16, DEV)
     check_deterministic_backward(x, w, b, dout, runs=3, tol=TOLERANCE[torch.bfloat16], seq_idx=seq)
+
+
+@pytest.mark.parametrize("features", [False, True])
+@pytest.mark.parametrize("x_layout", ["contiguous", "channel_last"])
+@pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
+@pytest.mark.parametrize("width", [2, 4, 7])
+@pytest.mark.parametrize("shape", [(2, 64, 1000), (1, 40, 777), (3, 200, 4096)])
+def test_dout_in_the_other_layout(shape, width, x_dtype, w_dtype, x_layout, features):
+    """dout in the other fast layout than x (a gradient arriving transposed): the backward stages dout in x's
+    layout in its workspace (a tiled transpose) and runs the rows or channel-last kernel instead of the tile
+    kernel. Gradients of x, weight, bias and the initial states against the float64 reference, with and without
+    seq_idx and states; odd L; NaN-poisoned allocator."""
+    torch.manual_seed(width)
+    b, d, length = shape
+    tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
+    x = make(x_layout, b, d, length, x_dtype).requires_grad_(True)
+    w = random_normal((d, width), w_dtype, DEV).requires_grad_(True)
+    bias = random_normal((d,), w_dtype, DEV).requires_grad_(True)
+    other = "channel_last" if x_layout == "contiguous" else "contiguous"
+    dout = make(other, b, d, length, x_dtype)
+    kw, inputs = {}, [x, w, bias]
+    if features:
+        init = make_states(b, d, width, x_dtype, DEV, x_layout).requires_grad_(True)
+        kw = dict(initial_states=init, seq_idx=packed_seq_idx(b, length, DEV, 3))
+        inputs.append(init)
+    poison_allocator(x.numel() * x.element_size())
+    out = aiter_lite.causal_conv1d(x, w, bias, "silu", **kw)
+    ours = torch.autograd.grad(out, inputs, dout)
+    ref_inputs = [t.detach().double().requires_grad_(True) for t in inputs]
+    ref_kw = dict(kw, initial_states=ref_inputs[3]) if features else {}
+    ref = causal_conv1d_ref(*ref_inputs[:3], "silu", **ref_kw)
+    theirs = torch.autograd.grad(ref, ref_inputs, dout.double())
+    for name, a, r in zip(["x", "weight", "bias", "initial_states"], ours, theirs):
+        assert rel_error(a, r) <= tol, (name, rel_error(a, r))

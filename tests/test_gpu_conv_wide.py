@@ -138,24 +138,3 @@ def test_update_many_items_long_state(width, extra):
     assert_same_finite(out, ref, TOL[dtype], f"update W={width} S={state.shape[-1]}")
     assert torch.equal(state, want_state), "state after the step"
 
-
-@pytest.mark.parametrize("x_layout", ["contiguous", "channel_last"])
-def test_backward_dout_in_the_other_layout(x_layout):
-    """dout arriving in the other fast layout than x (the backward copies it into x's layout first): the same
-    gradients as the float64 reference."""
-    torch.manual_seed(3)
-    b, d, length, width = 2, 64, 1000, 4
-    x = make(x_layout, b, d, length, torch.bfloat16).requires_grad_(True)
-    w = random_normal((d, width), torch.float32, DEV).requires_grad_(True)
-    bias = random_normal((d,), torch.float32, DEV).requires_grad_(True)
-    dout = random_normal((b, d, length), torch.bfloat16, DEV)
-    if x_layout == "contiguous":
-        dout = random_normal((b, length, d), torch.bfloat16, DEV).transpose(1, 2)
-    y = aiter_lite.causal_conv1d_fn(x, w, bias, activation="silu")
-    got = torch.autograd.grad(y, (x, w, bias), dout)
-    x64, w64, b64 = (t.detach().double().requires_grad_(True) for t in (x, w, bias))
-    ref = reference(x64, w64, b64, x64.new_zeros(b, d, width - 1))
-    want = torch.autograd.grad(ref, (x64, w64, b64), dout.double())
-    for name, g, r in zip(("dx", "dweight", "dbias"), got, want):
-        err = float((g.double() - r).abs().max()) / max(float(r.abs().max()), 1.0)
-        assert err <= TOL[torch.bfloat16], f"{x_layout} {name}: relative error {err:.2e}"

@@ -87,20 +87,6 @@ def _(x, weight, bias, conv_states, query_start_loc, cache_indices, has_initial_
 # Autograd
 
 
-def _dout_like_x(x: torch.Tensor, dout: torch.Tensor) -> torch.Tensor:
-    """dout in x's layout when x has one of the two the fast backward kernels read (dense [B, D, L], or channel-last:
-    dim stride 1) and dout has the other: a gradient arriving transposed would otherwise take the general tile
-    kernel. H100, bf16 4x2048x2048 W = 4, channel-last x (session 23, conv_wide_ab.py): fwd+bwd step 441 us with dout
-    contiguous against 85 us with dout channel-last; the copy moves dout's bytes twice."""
-    if x.device.type != "cuda" or x.dim() != 3 or x.shape[1] <= 1 or x.shape[2] <= 1:
-        return dout
-    if x.stride(1) == 1 and dout.stride(1) != 1:
-        return dout.transpose(1, 2).contiguous().transpose(1, 2)
-    if x.is_contiguous() and not dout.is_contiguous():
-        return dout.contiguous()
-    return dout
-
-
 def _backward(ctx, dout, dfinal):
     x, weight, bias, initial_states, seq_idx = ctx.saved_tensors
     need = ctx.needs_input_grad
@@ -108,7 +94,6 @@ def _backward(ctx, dout, dfinal):
     need_dinit = initial_states is not None and ctx.has_initial_states_grad
     if dout is None:
         dout = torch.zeros_like(x)
-    dout = _dout_like_x(x, dout)
     dx, dw, db, dinit = torch.ops.aiter_lite.causal_conv1d_bwd(
         x, weight, bias, dout, initial_states, seq_idx, dfinal, ctx.use_silu, need_dx, need_dw, need_db, need_dinit,
         torch.are_deterministic_algorithms_enabled())

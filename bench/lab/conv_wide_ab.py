@@ -54,11 +54,13 @@ def forward_case(dtype, W, layout, features, length=L):
     return lambda: conv(x, w, bias, activation="silu")
 
 
-def backward_case(dtype, W, layout, features, length=L, dout_contiguous=False):
+def backward_case(dtype, W, layout, features, length=L, dout_other_layout=False):
     x, w, bias, init = inputs(dtype, W, layout, length, grad=True)
     sid = seq_ids(B, length, 4, random.Random(W))
+    # dout as the output comes (channel-last for channel-last x), or in the other layout (a transposed gradient)
+    dout_channel_last = (layout in ("channel_last", "cl_odd")) != dout_other_layout
     dout = torch.randn(B, D, length, device="cuda").to(dtype)
-    if layout in ("channel_last", "cl_odd") and not dout_contiguous:  # dout channel-last, as the output comes
+    if dout_channel_last:
         dout = torch.randn(B, length, D, device="cuda").to(dtype).transpose(1, 2)
     conv = aiter_lite.causal_conv1d_fn
 
@@ -107,7 +109,8 @@ CASES = [
     ("bwd channel-last +seq", lambda dt, W: backward_case(dt, W, "channel_last", True)),
     ("bwd channel-last direct +init", lambda dt, W: backward_case(dt, W, "cl_odd", False)),
     ("bwd channel-last, dout contiguous", lambda dt, W: backward_case(dt, W, "channel_last", False,
-                                                                       dout_contiguous=True)),
+                                                                       dout_other_layout=True)),
+    ("bwd rows, dout channel-last", lambda dt, W: backward_case(dt, W, "contiguous", False, dout_other_layout=True)),
     ("bwd padded +init", lambda dt, W: backward_case(dt, W, "padded", False)),
 ]
 

@@ -4,7 +4,9 @@
 # modules cold, runs the conv wide/states tests, the matmul skinny tests and memcheck on the rows kernel's
 # runtime-width initial-state form (393abca), then times the dout-layout case, the skinny routing and the first
 # call. Part "outdtype": matmul out_dtype=float32 on the GPU kernels (tests, memcheck, timing against cuBLAS).
-#   bash bench/gpu.sh lab/gpu_session24.sh validate|outdtype
+# Part "dout": the backward staging dout in x's layout itself (a tiled transpose in its workspace) against the
+# torch copy in Python before it: GPU tests, memcheck and racecheck on the new test, timing A/B.
+#   bash bench/gpu.sh lab/gpu_session24.sh validate|outdtype|dout
 source bench/lab/lab_steps.sh
 part=${1:-validate}
 P="python3 -m pytest -q -m gpu -p no:cacheprovider"
@@ -21,6 +23,23 @@ if [ "$part" = validate ]; then
   echo "skinny rc=$? at $((SECONDS - t0)) s"; cat "$L/skinny.txt"
   timeout 60 python3 bench/lab/first_call.py > "$L/first_call.txt" 2>&1
   echo "first call rc=$? at $((SECONDS - t0)) s"; tail -n 30 "$L/first_call.txt"
+elif [ "$part" = dout ]; then
+  # dout staged in x's layout inside the backward (this tree) against the torch copy in Python (.peers/old_tree.tar).
+  OLD=/tmp/old_tree NEW=$PWD
+  build_trees "$NEW" "$OLD"
+  export AITER_LITE_CACHE_DIR=/tmp/c_new AITER_LITE_LOCK_DIR=/tmp/c_new.locks
+  gpu_checks "tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_conv_wide.py tests/test_gpu_conv_shards.py" \
+    "tests/test_gpu_causal_conv1d_bwd_paths.py" "dout_in_the_other and -4- and (shape0 or shape1)" 330 150
+  check_summary
+  timeout 100 compute-sanitizer --tool racecheck $P -s tests/test_gpu_causal_conv1d_bwd_paths.py \
+    -k "dout_in_the_other and -4- and shape0 and x_dtype1" > "$L/racecheck.txt" 2>&1
+  echo "racecheck rc=$?"; grep -hE "RACECHECK SUMMARY|hazard|passed|failed" "$L/racecheck.txt" | tail -n 3
+  for r in 1 2; do
+    (cd "$OLD" && PYTHONPATH=$OLD AITER_LITE_CACHE_DIR=/tmp/c_old timeout 100 python3 "$NEW/bench/lab/conv_wide_ab.py" \
+      old --widths 4,6 --cases "bwd" --dtypes bf16,fp32) >> "$L/ab.txt" 2>&1
+    timeout 100 python3 bench/lab/conv_wide_ab.py new --widths 4,6 --cases "bwd" --dtypes bf16,fp32 >> "$L/ab.txt" 2>&1
+  done
+  echo "A/B at $((SECONDS - t0)) s"; grep -E "^\| (old|new) " "$L/ab.txt" | sort -t'|' -k3,4 -s
 else
   # The old tree (.peers/old_tree.tar: main before out_fp32) and this one, matmul only, side by side.
   OLD=/tmp/old_tree NEW=$PWD

@@ -13,6 +13,9 @@
 //                 stages a window of several rows of one channel in shared memory (causal_conv1d_bwd_tile.cu).
 //   naive         W > 8: one thread per dx element and one block per dweight/dbias entry, recomputing
 //                 dpre for every tap (W^2 work per element; kept simple, not fast).
+// dout in the other of the two fast layouts than x (channel-last x with a contiguous dout, or the
+// reverse: a gradient that arrives transposed) would leave only the tile kernel; dout is then first
+// copied into x's layout in the workspace by a tiled transpose (dout_stage_*), and rows or channel_last run.
 //
 // Determinism: the three fast kernels write per-block fp32 partial sums of dweight/dbias to the
 // workspace and causal_conv1d_bwd_reduce_kernel adds them in a fixed order; no float atomics
@@ -243,6 +246,80 @@ void bwd_naive_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, gpuSt
 }
 
 // ---------------------------------------------------------------------------------------------
+// dout staged in x's layout: out = dense [B, R, C] (C contiguous) from in(b, r, c) at b sb + r sr + c sc.
+// The source is read along r (sr is 1 where this runs: dout transposed against x), the destination
+// written along c, through a 64 x 64 shared tile (padded by 4 bytes a row: conflict-free columns).
+
+constexpr int kStageTile = 64, kStageThreads = 256;
+
+template <typename U>  // the element's bits: uint16_t or uint32_t
+__global__ void __launch_bounds__(kStageThreads) causal_conv1d_dout_stage_kernel(
+    const U* __restrict__ in, U* __restrict__ out, int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr,
+    int64_t sc, int64_t tiles_c) {
+  constexpr int kPad = 4 / static_cast<int>(sizeof(U));
+  __shared__ U tile[kStageTile][kStageTile + kPad];  // tile[c - c0][r - r0]
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x / tiles_c) * kStageTile;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x % tiles_c) * kStageTile;
+  const int tx = threadIdx.x % kStageTile, ty = threadIdx.x / kStageTile;
+  constexpr int kStep = kStageThreads / kStageTile;
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    const U* src = in + b * sb;
+#pragma unroll
+    for (int i = 0; i < kStageTile; i += kStep) {
+      const int64_t r = r0 + tx, c = c0 + ty + i;
+      if (r < rows && c < cols) tile[ty + i][tx] = src[r * sr + c * sc];
+    }
+    __syncthreads();
+    U* dst = out + b * rows * cols;
+#pragma unroll
+    for (int i = 0; i < kStageTile; i += kStep) {
+      const int64_t r = r0 + ty + i, c = c0 + tx;
+      if (r < rows && c < cols) dst[r * cols + c] = tile[tx][ty + i];
+    }
+    __syncthreads();  // the tile is read before the next batch entry overwrites it
+  }
+}
+
+bool x_channel_last(const CausalConv1dBwdParams& p) {
+  return p.dim > 1 && p.x_dim_stride == 1 && p.x_seq_stride == p.dim;
+}
+bool x_dense(const CausalConv1dBwdParams& p) { return p.seqlen > 1 && p.x_seq_stride == 1 && p.x_dim_stride == p.seqlen; }
+
+// p with dout replaced by `staged`, a dense copy of it in x's layout ([B, L, D] for channel-last x,
+// else [B, D, L]).
+CausalConv1dBwdParams with_staged_dout(const CausalConv1dBwdParams& p, void* staged) {
+  CausalConv1dBwdParams q = p;
+  q.dout = staged;
+  q.dout_batch_stride = p.dim * p.seqlen;
+  q.dout_dim_stride = x_channel_last(p) ? 1 : p.seqlen;
+  q.dout_seq_stride = x_channel_last(p) ? p.dim : 1;
+  return q;
+}
+
+int64_t dout_stage_bytes(const CausalConv1dBwdParams& p) {
+  return (p.batch * p.dim * p.seqlen * static_cast<int64_t>(dtype_size(p.x_dtype)) + 255) / 256 * 256;
+}
+
+void dout_stage_launch(const CausalConv1dBwdParams& p, void* staged, gpuStream_t stream) {
+  const bool cl = x_channel_last(p);
+  // Destination [B, R, C]: channel-last x: R = L, C = D; dense x: R = D, C = L.
+  const int64_t rows = cl ? p.seqlen : p.dim, cols = cl ? p.dim : p.seqlen;
+  const int64_t sr = cl ? p.dout_seq_stride : p.dout_dim_stride, sc = cl ? p.dout_dim_stride : p.dout_seq_stride;
+  const int64_t tiles_c = (cols + kStageTile - 1) / kStageTile, tiles = (rows + kStageTile - 1) / kStageTile * tiles_c;
+  if (tiles > kMaxGridX) throw std::invalid_argument("aiter_lite causal_conv1d_bwd: dout too large to stage");
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(std::min<int64_t>(p.batch, 65535)));
+  auto go = [&](auto bits) {
+    using U = decltype(bits);
+    causal_conv1d_dout_stage_kernel<U><<<grid, kStageThreads, 0, stream>>>(
+        static_cast<const U*>(p.dout), static_cast<U*>(staged), p.batch, rows, cols, p.dout_batch_stride, sr, sc,
+        tiles_c);
+  };
+  if (dtype_size(p.x_dtype) == 2) go(uint16_t{});
+  else go(uint32_t{});
+  AITER_LITE_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
 // Path selection (host): the same plan sizes the workspace and runs the kernels.
 
 enum class BwdPath { kNaive, kRows, kChannelLast, kTile };
@@ -254,9 +331,10 @@ struct BwdPlan {
   BwdTilePlan tile;
   int64_t partial_rows = 0;  // 0: no partial sums (naive, or neither dweight nor dbias wanted)
   int64_t seq_start_words = 0;  // rows with seq_idx: sequence-start bits, after the partials
+  int64_t dout_stage_bytes = 0;  // > 0: dout is staged in x's layout at the workspace's start (dout_stage_launch)
 };
 
-BwdPlan plan_bwd(const CausalConv1dBwdParams& p) {
+BwdPlan plan_kernels(const CausalConv1dBwdParams& p) {
   BwdPlan plan{};
   const bool want_dw = p.dweight != nullptr || p.dbias != nullptr;
   if (p.width > kMaxTemplateWidth) return plan;
@@ -280,6 +358,18 @@ BwdPlan plan_bwd(const CausalConv1dBwdParams& p) {
   return plan;
 }
 
+// plan_kernels, or, where that leaves only the tile kernel for dense or channel-last x and a staged dout
+// would not, the plan on the staged copy (the copy at a 256-byte aligned offset, as the workspace places it).
+BwdPlan plan_bwd(const CausalConv1dBwdParams& p) {
+  const BwdPlan plan = plan_kernels(p);
+  if (plan.path != BwdPath::kTile || !(x_channel_last(p) || x_dense(p))) return plan;
+  if (p.dx != nullptr && (x_channel_last(p) ? p.dx_dim_stride != 1 : p.dx_seq_stride != 1)) return plan;
+  BwdPlan staged = plan_kernels(with_staged_dout(p, reinterpret_cast<void*>(uintptr_t{256})));
+  if (staged.path == BwdPath::kTile) return plan;
+  staged.dout_stage_bytes = dout_stage_bytes(p);
+  return staged;
+}
+
 void check_bwd_params(const CausalConv1dBwdParams& p) {
   if (p.width < 1) throw std::invalid_argument("aiter_lite causal_conv1d_bwd: width must be >= 1");
   if (p.batch < 0 || p.dim < 0 || p.seqlen < 0)
@@ -294,8 +384,10 @@ int64_t partials_bytes_of(const BwdPlan& plan, const CausalConv1dBwdParams& p) {
   return (plan.partial_rows * p.dim * (p.width + 1) * static_cast<int64_t>(sizeof(float)) + 15) / 16 * 16;
 }
 
+// The staged dout (if any) first, then the partial sums and the sequence-start bits.
 int64_t workspace_bytes_of(const BwdPlan& plan, const CausalConv1dBwdParams& p) {
-  return partials_bytes_of(plan, p) + plan.seq_start_words * static_cast<int64_t>(sizeof(uint32_t));
+  return plan.dout_stage_bytes + partials_bytes_of(plan, p) +
+         plan.seq_start_words * static_cast<int64_t>(sizeof(uint32_t));
 }
 
 }  // namespace
@@ -308,10 +400,11 @@ int64_t causal_conv1d_bwd_workspace_bytes(const CausalConv1dBwdParams& p) {
   return workspace_bytes_of(plan_bwd(p), p);
 }
 
-void causal_conv1d_bwd(const CausalConv1dBwdParams& p, void* stream_ptr) {
+void causal_conv1d_bwd(const CausalConv1dBwdParams& params, void* stream_ptr) {
   using namespace conv1d;
-  check_bwd_params(p);
-  if (p.dim == 0) return;
+  check_bwd_params(params);
+  if (params.dim == 0) return;
+  CausalConv1dBwdParams p = params;
   const gpuStream_t stream = static_cast<gpuStream_t>(stream_ptr);
   // B = 0 or L = 0 takes the naive kernels: dweight/dbias are empty sums (0) and dinit gets dfinal.
   const bool empty = p.batch == 0 || p.seqlen == 0;
@@ -323,9 +416,17 @@ void causal_conv1d_bwd(const CausalConv1dBwdParams& p, void* stream_ptr) {
   BwdPartials partials{nullptr, p.dim * (p.width + 1)};
   if (workspace_bytes_of(plan, p) > 0 && p.workspace == nullptr)
     throw std::invalid_argument("aiter_lite causal_conv1d_bwd: workspace is null");
-  if (plan.partial_rows > 0) partials.rows = static_cast<float*>(p.workspace);
+  char* free_space = static_cast<char*>(p.workspace);
+  if (plan.dout_stage_bytes > 0) {
+    if (reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0)
+      throw std::invalid_argument("aiter_lite causal_conv1d_bwd: workspace must be 256-byte aligned");
+    dout_stage_launch(p, p.workspace, stream);
+    p = with_staged_dout(p, p.workspace);
+    free_space += plan.dout_stage_bytes;
+  }
+  if (plan.partial_rows > 0) partials.rows = reinterpret_cast<float*>(free_space);
   uint32_t* seq_starts = plan.seq_start_words > 0
-                             ? reinterpret_cast<uint32_t*>(static_cast<char*>(p.workspace) + partials_bytes_of(plan, p))
+                             ? reinterpret_cast<uint32_t*>(free_space + partials_bytes_of(plan, p))
                              : nullptr;
   switch (plan.path) {
     case BwdPath::kNaive:
