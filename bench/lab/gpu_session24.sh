@@ -23,6 +23,14 @@ if [ "$part" = validate ]; then
   echo "skinny rc=$? at $((SECONDS - t0)) s"; cat "$L/skinny.txt"
   timeout 60 python3 bench/lab/first_call.py > "$L/first_call.txt" 2>&1
   echo "first call rc=$? at $((SECONDS - t0)) s"; tail -n 30 "$L/first_call.txt"
+elif [ "$part" = splits ]; then
+  # The skinny kernel's split-K count forced (AITER_LITE_SKINNY_SPLITS) against the cost model's choice (0).
+  ( timeout 200 python3 -m aiter_lite -q build module_matmul ) > "$L/build.txt" 2>&1
+  echo "build rc=$? at $((SECONDS - t0)) s"
+  for s in 0 1 2 3 4 6 8; do
+    AITER_LITE_SKINNY_SPLITS=$s timeout 60 python3 bench/lab/skinny_splits.py >> "$L/splits.txt" 2>&1
+  done
+  echo "splits at $((SECONDS - t0)) s"; sort -t'|' -k2,2 -s "$L/splits.txt"
 elif [ "$part" = dout ]; then
   # dout staged in x's layout inside the backward (this tree) against the torch copy in Python (.peers/old_tree.tar).
   OLD=/tmp/old_tree NEW=$PWD

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "dtype_traits.cuh"
@@ -63,6 +64,17 @@ struct SkinnyArgs {
   bool epi_active;
   MatmulEpilogue epi;
 };
+
+// AITER_LITE_SKINNY_SPLITS=s: s blocks per cluster along K instead of skinny_splits' choice, where the
+// kernel can run them (fewer where a block would get under 2 * kSkinnyKAlign rows or the size cannot be
+// scheduled). For experiments (bench/lab/skinny_splits.py); read once per process.
+inline int skinny_forced_splits() {
+  static const int forced = [] {
+    const char* v = std::getenv("AITER_LITE_SKINNY_SPLITS");
+    return v != nullptr ? std::atoi(v) : 0;
+  }();
+  return forced;
+}
 
 // Blocks per cluster along K: the count whose waves of blocks are predicted to finish first, a block
 // costing its K rows plus a fixed kOverheadRows (staging A, the reductions); at most kSkinnyMaxSplits,
@@ -508,6 +520,11 @@ void skinny_launch(const MatmulParams& p, gpuStream_t stream, Kernel kernel) {
 #endif
   };
   g.splits = skinny_splits(col_blocks * p.batch, p.k, clusters, slots_of);
+  if (const int forced = skinny_forced_splits(); forced > 0 && clusters) {
+    int s = std::min(forced, kSkinnyMaxSplits);
+    while (s > 1 && ((p.k + s - 1) / s < 2 * kSkinnyKAlign || slots_of(s) <= 0)) --s;
+    g.splits = s;
+  }
   const int64_t per = (p.k + g.splits - 1) / g.splits;
   g.k_per_split = static_cast<int32_t>((per + kSkinnyKAlign - 1) / kSkinnyKAlign * kSkinnyKAlign);
   if (col_blocks * g.splits > kMaxDim) invalid("output too wide for the skinny kernel");
