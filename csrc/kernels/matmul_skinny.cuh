@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "dtype_traits.cuh"
@@ -71,7 +72,13 @@ struct SkinnyArgs {
 inline int skinny_forced_splits() {
   static const int forced = [] {
     const char* v = std::getenv("AITER_LITE_SKINNY_SPLITS");
-    return v != nullptr ? std::atoi(v) : 0;
+    if (v == nullptr || *v == '\0') return 0;
+    char* end = nullptr;
+    const long s = std::strtol(v, &end, 10);
+    if (*end != '\0' || s < 0 || s > kSkinnyMaxSplits)
+      invalid(std::string("AITER_LITE_SKINNY_SPLITS must be an integer 0..") + std::to_string(kSkinnyMaxSplits) +
+              " (0: the cost model's choice), got '" + v + "'");
+    return static_cast<int>(s);
   }();
   return forced;
 }
