@@ -110,12 +110,14 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="five shapes only")
     p.add_argument("--out", type=Path, help="the run's JSON")
     p.add_argument("--fla-full-autotune", action="store_true", help="with --quick: all of fla's autotune configs")
+    p.add_argument("--fla-narrow", action="store_true",
+                   help="any set: narrow fla's autotuning to FLA_QUICK_CONFIGS (as --quick does; said in the notes)")
     p.add_argument("--shapes", help="comma-separated indices into SHAPES (instead of the quick or full set)")
     args = p.parse_args(argv)
     need_cuda("bench_conv_bwd")
     t_start = time.perf_counter()
     dao, fla, notes = load_peers(REPO / ".peers")
-    if fla is not None and args.quick and not args.fla_full_autotune:
+    if fla is not None and (args.quick or args.fla_narrow) and not args.fla_full_autotune:
         notes.append(narrow_fla_autotune(FLA_QUICK_CONFIGS))
     print("\n".join(notes), flush=True)
     copy = copy_tbps(graph_time_us)
@@ -150,7 +152,7 @@ def main(argv=None):
                          f"bwd {r['bwd_us']:8.1f} ({r['bwd_vs_copy']:.2f})  fwd+bwd {r['fwd_bwd_us']:8.1f}")
                       + f"  [{time.perf_counter() - t0:.1f} s; t={time.perf_counter() - t_start:.0f} s]", flush=True)
     print(table(rows, copy))
-    write_run(args.out, torch.cuda.get_device_name(), torch.__version__, rows, copy_tbps=copy)
+    write_run(args.out, torch.cuda.get_device_name(), torch.__version__, rows, copy_tbps=copy, notes=notes)
 
 
 def table(rows, copy) -> str:

@@ -31,6 +31,24 @@ elif [ "$part" = splits ]; then
     AITER_LITE_SKINNY_SPLITS=$s timeout 60 python3 bench/lab/skinny_splits.py >> "$L/splits.txt" 2>&1
   done
   echo "splits at $((SECONDS - t0)) s"; sort -t'|' -k2,2 -s "$L/splits.txt"
+elif [ "$part" = vecs ]; then
+  # The rows backward with 4 vectors a lane on large problems (AITER_LITE_BWD_ROWS_VECS=4, as the constant) against
+  # this tree's 2, beside causal-conv1d, alternating.
+  OLD=/tmp/v4 NEW=$PWD
+  rm -rf "$OLD" && mkdir -p "$OLD" && cp -r aiter_lite csrc jit_config.json bench "$OLD"/
+  sed -i 's/^constexpr int kRowsLargeVecs = 2;/constexpr int kRowsLargeVecs = 4;/' "$OLD/csrc/kernels/causal_conv1d_bwd_rows.cu"
+  grep -c "kRowsLargeVecs = 4" "$OLD/csrc/kernels/causal_conv1d_bwd_rows.cu"
+  peers
+  build_tree "$NEW" /tmp/c_new "$L/build_new.txt" &
+  build_tree "$OLD" /tmp/c_old "$L/build_old.txt" &
+  wait; echo "builds: $(tail -n 2 "$L"/build_new.txt | tr '\n' ' ') | $(tail -n 2 "$L"/build_old.txt | tr '\n' ' ')"
+  for r in 1 2; do
+    (cd "$OLD" && PYTHONPATH=$OLD:$PEER_CACHE/site AITER_LITE_CACHE_DIR=/tmp/c_old timeout 120 python3 \
+      "$NEW/bench/lab/conv_bwd_vs_dao.py" vecs4) >> "$L/vecs.txt" 2>&1
+    PYTHONPATH=$NEW:$PEER_CACHE/site AITER_LITE_CACHE_DIR=/tmp/c_new timeout 120 python3 bench/lab/conv_bwd_vs_dao.py vecs2 \
+      >> "$L/vecs.txt" 2>&1
+  done
+  echo "at $((SECONDS - t0)) s"; grep "^#" "$L/vecs.txt" | head -2; grep "^|" "$L/vecs.txt" | sort -t'|' -k3,3 -s
 elif [ "$part" = dout ]; then
   # dout staged in x's layout inside the backward (this tree) against the torch copy in Python (.peers/old_tree.tar).
   OLD=/tmp/old_tree NEW=$PWD
