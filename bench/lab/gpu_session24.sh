@@ -31,24 +31,41 @@ elif [ "$part" = splits ]; then
     AITER_LITE_SKINNY_SPLITS=$s timeout 60 python3 bench/lab/skinny_splits.py >> "$L/splits.txt" 2>&1
   done
   echo "splits at $((SECONDS - t0)) s"; sort -t'|' -k2,2 -s "$L/splits.txt"
-elif [ "$part" = vecs ]; then
-  # The rows backward with 4 vectors a lane on large problems (AITER_LITE_BWD_ROWS_VECS=4, as the constant) against
-  # this tree's 2, beside causal-conv1d, alternating.
+elif [ "$part" = vecs ] || [ "$part" = occ ]; then
+  # A variant of the rows backward against this tree, beside causal-conv1d, alternating. vecs: 4 vectors a lane on
+  # large problems (AITER_LITE_BWD_ROWS_VECS=4, as the constant) against 2; occ: OCC_BLOCKS (default 12) blocks an
+  # SM for the plain W <= 4 kernels of 1 and 2 vectors against 8.
   OLD=/tmp/v4 NEW=$PWD
   rm -rf "$OLD" && mkdir -p "$OLD" && cp -r aiter_lite csrc jit_config.json bench "$OLD"/
-  sed -i 's/^constexpr int kRowsLargeVecs = 2;/constexpr int kRowsLargeVecs = 4;/' "$OLD/csrc/kernels/causal_conv1d_bwd_rows.cu"
-  grep -c "kRowsLargeVecs = 4" "$OLD/csrc/kernels/causal_conv1d_bwd_rows.cu"
+  if [ "$part" = vecs ]; then
+    sed -i 's/^constexpr int kRowsLargeVecs = 2;/constexpr int kRowsLargeVecs = 4;/' "$OLD/csrc/kernels/causal_conv1d_bwd_rows.cu"
+    grep -c "kRowsLargeVecs = 4" "$OLD/csrc/kernels/causal_conv1d_bwd_rows.cu"
+  else
+    sed -i "s/: (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 :/: (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? ${OCC_BLOCKS:-12} :/" \
+      "$OLD/csrc/kernels/causal_conv1d_bwd_rows.cu"
+    grep -c "kWidth_ <= 4 ? ${OCC_BLOCKS:-12} :" "$OLD/csrc/kernels/causal_conv1d_bwd_rows.cu"
+  fi
   peers
   build_tree "$NEW" /tmp/c_new "$L/build_new.txt" &
   build_tree "$OLD" /tmp/c_old "$L/build_old.txt" &
   wait; echo "builds: $(tail -n 2 "$L"/build_new.txt | tr '\n' ' ') | $(tail -n 2 "$L"/build_old.txt | tr '\n' ' ')"
   for r in 1 2; do
     (cd "$OLD" && PYTHONPATH=$OLD:$PEER_CACHE/site AITER_LITE_CACHE_DIR=/tmp/c_old timeout 120 python3 \
-      "$NEW/bench/lab/conv_bwd_vs_dao.py" vecs4) >> "$L/vecs.txt" 2>&1
-    PYTHONPATH=$NEW:$PEER_CACHE/site AITER_LITE_CACHE_DIR=/tmp/c_new timeout 120 python3 bench/lab/conv_bwd_vs_dao.py vecs2 \
+      "$NEW/bench/lab/conv_bwd_vs_dao.py" "$part-variant") >> "$L/vecs.txt" 2>&1
+    PYTHONPATH=$NEW:$PEER_CACHE/site AITER_LITE_CACHE_DIR=/tmp/c_new timeout 120 python3 bench/lab/conv_bwd_vs_dao.py this-tree \
       >> "$L/vecs.txt" 2>&1
   done
   echo "at $((SECONDS - t0)) s"; grep "^#" "$L/vecs.txt" | head -2; grep "^|" "$L/vecs.txt" | sort -t'|' -k3,3 -s
+elif [ "$part" = ncu ]; then
+  # Nsight Compute on the backward of ours and causal-conv1d's, bf16 4x4096x4096 W = 4 (issue 20 on the H200).
+  peers
+  ( timeout 200 python3 -m aiter_lite -q build module_causal_conv1d ) > "$L/build.txt" 2>&1
+  echo "build rc=$? at $((SECONDS - t0)) s"
+  timeout 240 ncu --profile-from-start off -k regex:"bwd|reduce" --section SpeedOfLight --section Occupancy \
+    --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+    python3 bench/lab/profile_conv_bwd.py --shape 4x4096x4096 --width 4 --dtype bf16 > "$L/ncu.txt" 2>&1
+  echo "ncu rc=$? at $((SECONDS - t0)) s"
+  grep -E "^  [a-z_].*\(|Duration|DRAM Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Theoretical Occ|Block Size|Grid Size|Warp Cycles Per Issued|Issued Warp|No Eligible|L2 Hit|Mem Busy|Max Bandwidth|Waves Per SM|Shared Memory Config|Dynamic Shared|Static Shared|Block Limit" "$L/ncu.txt" | head -n 120
 elif [ "$part" = dout ]; then
   # dout staged in x's layout inside the backward (this tree) against the torch copy in Python (.peers/old_tree.tar).
   OLD=/tmp/old_tree NEW=$PWD
