@@ -66,19 +66,6 @@ elif [ "$part" = ncu ]; then
     python3 bench/lab/profile_conv_bwd.py --shape 4x4096x4096 --width 4 --dtype bf16 > "$L/ncu.txt" 2>&1
   echo "ncu rc=$? at $((SECONDS - t0)) s"
   grep -E "^  [a-z_].*\(|Duration|DRAM Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Theoretical Occ|Block Size|Grid Size|Warp Cycles Per Issued|Issued Warp|No Eligible|L2 Hit|Mem Busy|Max Bandwidth|Waves Per SM|Shared Memory Config|Dynamic Shared|Static Shared|Block Limit" "$L/ncu.txt" | head -n 120
-elif [ "$part" = pairs ]; then
-  # The 16-bit dout stage moving element pairs (this tree) : tests, memcheck, and the dout cases timed beside the
-  # matched-layout ones (call 4 timed the element-wise stage on the same kind of GPU).
-  ( timeout 200 python3 -m aiter_lite -q build module_causal_conv1d ) > "$L/build.txt" 2>&1
-  echo "build rc=$? at $((SECONDS - t0)) s"
-  timeout 150 $P tests/test_gpu_causal_conv1d_bwd_paths.py -k "dout_in_the_other or channel_last_paths" \
-    > "$L/tests.txt" 2>&1; echo "tests rc=$? at $((SECONDS - t0)) s" >> "$L/tests.txt"
-  timeout 100 compute-sanitizer --tool memcheck --print-limit 20 $P -s tests/test_gpu_causal_conv1d_bwd_paths.py \
-    -k "dout_in_the_other and -4- and (shape0 or shape1)" > "$L/memcheck.txt" 2>&1
-  echo "memcheck rc=$? at $((SECONDS - t0)) s" >> "$L/memcheck.txt"
-  check_summary
-  timeout 100 python3 bench/lab/conv_wide_ab.py pairs --widths 4,6 --cases "bwd" --dtypes bf16 > "$L/ab.txt" 2>&1
-  echo "A/B at $((SECONDS - t0)) s"; grep -E "^\| pairs" "$L/ab.txt"
 elif [ "$part" = dout ]; then
   # dout staged in x's layout inside the backward (this tree) against the torch copy in Python (.peers/old_tree.tar).
   OLD=/tmp/old_tree NEW=$PWD

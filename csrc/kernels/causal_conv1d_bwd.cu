@@ -280,39 +280,6 @@ __global__ void __launch_bounds__(kStageThreads) causal_conv1d_dout_stage_kernel
   }
 }
 
-// 16-bit elements two at a time (a 32-bit word: along r when loading, along c when storing), for a source with
-// sr == 1 and even sc, sb, rows and cols, 4-byte aligned: half the instructions of the kernel above. A thread loads
-// the pair (r, r + 1) at column c and stores the pair (c, c + 1) of row r; the tile's rows are 33 words apart, so the
-// loaded pairs are whole words.
-__global__ void __launch_bounds__(kStageThreads) causal_conv1d_dout_stage_pairs_kernel(
-    const uint16_t* __restrict__ in, uint16_t* __restrict__ out, int64_t batch, int64_t rows, int64_t cols, int64_t sb,
-    int64_t sc, int64_t tiles_c) {
-  __shared__ uint16_t tile[kStageTile][kStageTile + 2];  // tile[c - c0][r - r0]
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x / tiles_c) * kStageTile;
-  const int64_t c0 = static_cast<int64_t>(blockIdx.x % tiles_c) * kStageTile;
-  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;  // 32 pairs a row, 8 rows a step
-  constexpr int kStep = kStageThreads / 32;
-  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
-    const uint16_t* src = in + b * sb;
-#pragma unroll
-    for (int i = 0; i < kStageTile; i += kStep) {
-      const int64_t r = r0 + 2 * tx, c = c0 + ty + i;
-      if (r < rows && c < cols)  // rows is even: r + 1 < rows too
-        *reinterpret_cast<uint32_t*>(&tile[ty + i][2 * tx]) = *reinterpret_cast<const uint32_t*>(src + r + c * sc);
-    }
-    __syncthreads();
-    uint16_t* dst = out + b * rows * cols;
-#pragma unroll
-    for (int i = 0; i < kStageTile; i += kStep) {
-      const int64_t r = r0 + ty + i, c = c0 + 2 * tx;
-      if (r < rows && c < cols)  // cols is even: c + 1 < cols too
-        *reinterpret_cast<uint32_t*>(dst + r * cols + c) =
-            static_cast<uint32_t>(tile[2 * tx][ty + i]) | (static_cast<uint32_t>(tile[2 * tx + 1][ty + i]) << 16);
-    }
-    __syncthreads();  // the tile is read before the next batch entry overwrites it
-  }
-}
-
 bool x_channel_last(const CausalConv1dBwdParams& p) {
   return p.dim > 1 && p.x_dim_stride == 1 && p.x_seq_stride == p.dim;
 }
@@ -347,16 +314,8 @@ void dout_stage_launch(const CausalConv1dBwdParams& p, void* staged, gpuStream_t
         static_cast<const U*>(p.dout), static_cast<U*>(staged), p.batch, rows, cols, p.dout_batch_stride, sr, sc,
         tiles_c);
   };
-  const bool pairs = sr == 1 && sc % 2 == 0 && p.dout_batch_stride % 2 == 0 && rows % 2 == 0 && cols % 2 == 0 &&
-                     is_aligned(p.dout, 4);
-  if (dtype_size(p.x_dtype) == 2 && pairs)
-    causal_conv1d_dout_stage_pairs_kernel<<<grid, kStageThreads, 0, stream>>>(
-        static_cast<const uint16_t*>(p.dout), static_cast<uint16_t*>(staged), p.batch, rows, cols,
-        p.dout_batch_stride, sc, tiles_c);
-  else if (dtype_size(p.x_dtype) == 2)
-    go(uint16_t{});
-  else
-    go(uint32_t{});
+  if (dtype_size(p.x_dtype) == 2) go(uint16_t{});
+  else go(uint32_t{});
   AITER_LITE_LAUNCH_CHECK();
 }
 
