@@ -11,6 +11,21 @@ from aiter_lite.testing import TOLERANCE, poisoned_like, random_normal, rel_erro
 LAYOUTS = ["contiguous", "channel_last", "strided"]
 
 
+def tap_by_tap_reference(x, w, bias, init=None, silu=False):
+    """out[t] = bias + sum_j w[j] * cat(init, x)[t + j] in float64, tap by tap: no tap multiplies a value its window
+    does not reach, so an inf in x (or in init) shows only where the filter reaches it (a zero-padded conv would
+    turn it into NaN by 0 * inf). init: [B, D, W - 1] states, None for zeros; silu: apply SiLU."""
+    x, w, bias = x.double(), w.double(), bias.double()
+    width, length = w.shape[1], x.shape[-1]
+    if init is None:
+        init = x.new_zeros(x.shape[0], x.shape[1], width - 1)
+    xx = torch.cat([init.double(), x], dim=-1)
+    pre = bias[None, :, None].expand(x.shape[0], -1, length)
+    for j in range(width):
+        pre = pre + w[None, :, j, None] * xx[..., j:j + length]
+    return torch.nn.functional.silu(pre) if silu else pre
+
+
 def make_x(b, d, length, dtype, device, layout):
     """x as [b, d, length] stored contiguous, channel-last ([b, length, d] transposed) or strided (a slice)."""
     if layout == "channel_last":

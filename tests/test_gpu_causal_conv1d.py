@@ -25,6 +25,7 @@ import torch
 
 import aiter_lite
 from aiter_lite.ops import causal_conv1d_ref, causal_conv1d_update_ref
+from conv_states_cases import tap_by_tap_reference
 
 pytestmark = [
     pytest.mark.gpu,
@@ -267,12 +268,7 @@ def test_forward_wide_kernel_skips_taps_outside_the_filter(dtype, width, layout)
         x[:, ::5, seqlen // 3] = float("inf")
         x[:, 1::7, seqlen // 2] = float("-inf")
         weight, bias = randn(dim, width, dtype=dtype, gen=gen), randn(dim, dtype=dtype, gen=gen)
-        # Reference tap by tap: out[t] = bias + sum_j w[j] x[t - (W-1) + j], x[t < 0] = 0 (no inf * 0).
-        x64, w64 = x.double(), weight.double()
-        ref = bias.double()[None, :, None].expand(batch, dim, seqlen).clone()
-        for j in range(width):
-            shift = width - 1 - j
-            ref[:, :, shift:] += w64[None, :, j, None] * x64[:, :, :seqlen - shift]
+        ref = tap_by_tap_reference(x, weight, bias)  # no inf * 0 where the filter does not reach
         for variant in ("auto", "vectorized", "shared"):
             out = run_fwd(x, weight, bias, False, variant)
             finite = torch.isfinite(ref)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import aiter_lite
-from conv_states_cases import random_normal
+from conv_states_cases import random_normal, tap_by_tap_reference
 from test_gpu_causal_conv1d_bwd_paths import make
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -27,17 +27,6 @@ PATHS = {
     "rows_2_vectors": ("contiguous", (4, 256, 8192)),  # large enough for 2 vectors a lane
     "shifted_rows_2_vectors": ("contiguous", (1, 40, 30001)),
 }
-
-
-def reference(x, w, bias, init):
-    """out[t] = bias + sum_j w[j] * cat(init, x)[t + j], tap by tap in float64 (no tap multiplies what it does
-    not reach), SiLU."""
-    width, length = w.shape[1], x.shape[-1]
-    xx = torch.cat([init, x], dim=-1)
-    pre = bias[None, :, None].expand(x.shape[0], -1, length)
-    for j in range(width):
-        pre = pre + w[None, :, j, None] * xx[..., j:j + length]
-    return torch.nn.functional.silu(pre)
 
 
 def assert_same_finite(got, want, tol, what):
@@ -73,7 +62,7 @@ def test_forward_with_states_skips_taps(path, width, dtype):
     init[:, ::3, 0] = float("inf")  # the state's oldest entry: only the first output's first tap reaches it
     out, final = aiter_lite.causal_conv1d_fn(x, w, bias, initial_states=init, return_final_states=True,
                                              activation="silu")
-    ref = reference(x.double(), w.double(), bias.double(), init.double())
+    ref = tap_by_tap_reference(x, w, bias, init, silu=True)
     assert_same_finite(out, ref, TOL[dtype], f"{path} W={width} out")
     want_final = torch.cat([init, x], dim=-1)[..., -(width - 1):]
     assert torch.equal(final, want_final), f"{path} W={width} final states"
@@ -88,7 +77,7 @@ def test_update_skips_taps(width, dtype):
     state[:, ::2, 0] = float("inf")  # rolls out after the first token: no later output may see it
     x = random_normal((batch, dim, steps), dtype, DEV)
     w, bias = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)
-    ref = reference(x.double(), w.double(), bias.double(), state.double())
+    ref = tap_by_tap_reference(x, w, bias, state, silu=True)
     out = aiter_lite.causal_conv1d_update(x, state.clone(), w, bias, "silu")
     assert_same_finite(out, ref, TOL[dtype], f"update W={width}")
 
@@ -112,7 +101,7 @@ def test_backward_skips_taps(path, width, dtype):
     dx, dinit = torch.autograd.grad(y, (x, init), dout)
     x64 = x.detach().double().requires_grad_(True)
     init64 = init.detach().double().requires_grad_(True)
-    ref = reference(x64, w.double(), bias.double(), init64)
+    ref = tap_by_tap_reference(x64, w, bias, init64, silu=True)
     rdx, rdinit = torch.autograd.grad(ref, (x64, init64), dout.double())
     assert_same_finite(dx, rdx, TOL[dtype], f"{path} W={width} dx")
     assert_same_finite(dinit, rdinit, TOL[dtype], f"{path} W={width} dinit")
