@@ -622,7 +622,9 @@ struct WgmmaEpiThread {
   bool res_pairs;            // each column pair is one aligned 4-byte word
   bool bias_pairs;           // interior tile, contiguous aligned bias: one load per column pair
   bool clip;                 // the tile crosses the M or N edge: loads test their bounds
-  int32_t z;                 // the tile's batch entry (wgmma_store_f32)
+  // wgmma_store_f32 only (out_fp32, the residual fp32 and read at the read-back, res null):
+  bool res_f32_vec;  // the residual's rows contiguous and 16-byte aligned: one 16-byte load per chunk
+  int32_t z;         // the tile's batch entry
 };
 
 template <class Traits>
@@ -638,6 +640,8 @@ __device__ __forceinline__ WgmmaEpiThread<typename Traits::elem_t> wgmma_epi_thr
   th.res_col = e.residual_col_stride;
   th.res = nullptr;
   th.res_pairs = false;
+  th.res_f32_vec = false;
+  th.z = tile.z;
   th.clip = !interior;
   th.bias = e.bias;
   const int64_t bias_bytes = e.bias_dtype == DType::kFloat32 ? 4 : 2;
@@ -878,7 +882,7 @@ __device__ __forceinline__ void wgmma_f32_half(const float (&acc)[Traits::kMBloc
     if (has_res) {
       const float* res = static_cast<const float*>(e.residual) + z * e.residual_batch_stride +
                          static_cast<int64_t>(row) * e.residual_row_stride;
-      if (vec && th.res_pairs) {
+      if (vec && th.res_f32_vec) {
         const float4 rv = *reinterpret_cast<const float4*>(res + col);
         v[0] = fmaf(e.beta, rv.x, v[0]);
         v[1] = fmaf(e.beta, rv.y, v[1]);
@@ -913,10 +917,9 @@ __device__ __forceinline__ void wgmma_store_f32(const float (&acc)[Traits::kMBlo
   auto th = wgmma_epi_thread<Traits>(args, tile, consumer, warp, lane, interior);  // the bias loads
   // The residual is fp32 here: read at the read-back (wgmma_f32_half), not as 16-bit pairs by wgmma_epi_load.
   const float* res = static_cast<const float*>(e.residual);
-  th.res_pairs = res != nullptr && e.residual_col_stride == 1 && e.residual_row_stride % 4 == 0 &&
-                 e.residual_batch_stride % 4 == 0 && reinterpret_cast<uintptr_t>(res) % 16 == 0;
+  th.res_f32_vec = res != nullptr && e.residual_col_stride == 1 && e.residual_row_stride % 4 == 0 &&
+                   e.residual_batch_stride % 4 == 0 && reinterpret_cast<uintptr_t>(res) % 16 == 0;
   th.res = nullptr;
-  th.z = tile.z;
   const int32_t row_base = tile.m0 + consumer * Traits::kWgRows + 16 * warp;
 #pragma unroll 1
   for (int qh = 0; qh < 2 * kSteps; ++qh)  // rolled: one copy of the math and stores, few live registers
