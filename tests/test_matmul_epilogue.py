@@ -29,6 +29,19 @@ def test_fp32_output(dtype):
     assert rel_error(out, matmul_ref(a, b, residual=res, activation="relu")) <= 1e-6
 
 
+def test_plan_takes_out_dtype():
+    """matmul_plan checks out_dtype as matmul does (float32 for 16-bit inputs; anything else a TypeError naming it)."""
+    from aiter_lite.ops.matmul import matmul_plan
+
+    a, b = torch.randn(8, 16, dtype=torch.bfloat16), torch.randn(16, 4, dtype=torch.bfloat16)
+    assert matmul_plan(a, b, out_dtype=torch.float32) == "cpu -1"
+    assert matmul_plan(a, b, torch.empty(8, 4), out_dtype=torch.float32) == "cpu -1"
+    with pytest.raises(TypeError, match="out_dtype"):
+        matmul_plan(a, b, out_dtype=torch.float16)
+    with pytest.raises(TypeError, match="out"):  # an fp32 out without out_dtype: the result would be bf16
+        matmul_plan(a, b, torch.empty(8, 4))
+
+
 def test_residual_is_out():
     a, b = torch.randn(20, 30), torch.randn(30, 10)
     res = torch.randn(20, 10)
