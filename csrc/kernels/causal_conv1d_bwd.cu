@@ -360,10 +360,11 @@ BwdPlan plan_kernels(const CausalConv1dBwdParams& p) {
 
 // plan_kernels, or, where that leaves only the tile kernel for dense or channel-last x and a staged dout
 // would not, the plan on the staged copy (the copy at a 256-byte aligned offset, as the workspace places it).
+// A dx in another layout than x keeps the staged plan on the tile kernel too (the rows and channel-last plans
+// check dx), so it stays unstaged.
 BwdPlan plan_bwd(const CausalConv1dBwdParams& p) {
   const BwdPlan plan = plan_kernels(p);
   if (plan.path != BwdPath::kTile || !(x_channel_last(p) || x_dense(p))) return plan;
-  if (p.dx != nullptr && (x_channel_last(p) ? p.dx_dim_stride != 1 : p.dx_seq_stride != 1)) return plan;
   BwdPlan staged = plan_kernels(with_staged_dout(p, reinterpret_cast<void*>(uintptr_t{256})));
   if (staged.path == BwdPath::kTile) return plan;
   staged.dout_stage_bytes = dout_stage_bytes(p);

@@ -528,8 +528,7 @@ bool skinny_preferred(const MatmulParams& s) {
 // A K-contiguous, 16-byte aligned B (w.t()) with 8192..16384 columns, on CUDA.
 bool skinny_wide_wt(const MatmulParams& s) {
 #if defined(AITER_LITE_CUDA)
-  return s.n >= 8192 && s.n <= 16384 && s.b_col_stride != 1 &&
-         matmul_detail::skinny_b_layout(s, 2) == matmul_detail::SkinnyBLayout::kKVec;
+  return s.n >= 8192 && s.n <= 16384 && matmul_detail::skinny_b_layout(s, 2) == matmul_detail::SkinnyBLayout::kKVec;
 #else
   (void)s;
   return false;
