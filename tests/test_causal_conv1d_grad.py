@@ -17,9 +17,10 @@ GRAD_TOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
 
 
 def grads_vs_reference(x, weight, bias, activation, *, initial_states=None, seq_idx=None, final_states=False,
-                       dtype_tol=None):
+                       dtype_tol=None, dout=None):
     """Gradients of sum(out * g) (+ sum(final * gf)) w.r.t. every input that requires grad, ours vs the
-    float64 reference's autograd."""
+    float64 reference's autograd. dout: g, handed to the backward in its own layout (autograd.grad with it as
+    out's gradient); by default a random g that reaches the backward contiguous."""
     inputs = [t for t in (x, weight, bias, initial_states) if t is not None]
     for t in inputs:
         t.requires_grad_()
@@ -28,13 +29,18 @@ def grads_vs_reference(x, weight, bias, activation, *, initial_states=None, seq_
     out, fin = res if final_states else (res, None)
     assert out.requires_grad
     gen = torch.Generator().manual_seed(3)
-    dout = torch.randn(out.shape, generator=gen).to(out.device, out.dtype)
-    loss = (out.double() * dout.double()).sum()
-    dfin = None
-    if fin is not None:
-        dfin = torch.randn(fin.shape, generator=gen).to(fin.device, fin.dtype)
-        loss = loss + (fin.double() * dfin.double()).sum()
-    ours = torch.autograd.grad(loss, inputs)
+    given = dout is not None
+    if not given:
+        dout = torch.randn(out.shape, generator=gen).to(out.device, out.dtype)
+    dfin = None if fin is None else torch.randn(fin.shape, generator=gen).to(fin.device, fin.dtype)
+    if given:  # out's gradient is dout itself, in its own layout
+        outs, grads = ([out, fin], [dout, dfin]) if fin is not None else ([out], [dout])
+        ours = torch.autograd.grad(outs, inputs, grads)
+    else:
+        loss = (out.double() * dout.double()).sum()
+        if fin is not None:
+            loss = loss + (fin.double() * dfin.double()).sum()
+        ours = torch.autograd.grad(loss, inputs)
 
     ref_inputs = [t.detach().double().requires_grad_() for t in inputs]
     it = iter(ref_inputs)

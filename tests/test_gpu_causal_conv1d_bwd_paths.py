@@ -9,7 +9,6 @@ import itertools
 import pytest
 import torch
 
-import aiter_lite
 import aiter_lite.ops._conv_autograd  # noqa: F401  registers torch.ops.aiter_lite.causal_conv1d_bwd
 from aiter_lite.ops import causal_conv1d_ref
 from conv_states_cases import (TOLERANCE, check_deterministic_backward, make_states, packed_seq_idx, random_normal,
@@ -159,22 +158,12 @@ def test_dout_in_the_other_layout(shape, width, x_dtype, w_dtype, x_layout, feat
     torch.manual_seed(width)
     b, d, length = shape
     tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
-    x = make(x_layout, b, d, length, x_dtype).requires_grad_(True)
-    w = random_normal((d, width), w_dtype, DEV).requires_grad_(True)
-    bias = random_normal((d,), w_dtype, DEV).requires_grad_(True)
-    other = "channel_last" if x_layout == "contiguous" else "contiguous"
-    dout = make(other, b, d, length, x_dtype)
-    kw, inputs = {}, [x, w, bias]
+    x = make(x_layout, b, d, length, x_dtype)
+    w, bias = random_normal((d, width), w_dtype, DEV), random_normal((d,), w_dtype, DEV)
+    dout = make("channel_last" if x_layout == "contiguous" else "contiguous", b, d, length, x_dtype)
+    kw = {}
     if features:
-        init = make_states(b, d, width, x_dtype, DEV, x_layout).requires_grad_(True)
-        kw = dict(initial_states=init, seq_idx=packed_seq_idx(b, length, DEV, 3))
-        inputs.append(init)
+        kw = dict(initial_states=make_states(b, d, width, x_dtype, DEV, x_layout),
+                  seq_idx=packed_seq_idx(b, length, DEV, 3))
     poison_allocator(x.numel() * x.element_size())
-    out = aiter_lite.causal_conv1d(x, w, bias, "silu", **kw)
-    ours = torch.autograd.grad(out, inputs, dout)
-    ref_inputs = [t.detach().double().requires_grad_(True) for t in inputs]
-    ref_kw = dict(kw, initial_states=ref_inputs[3]) if features else {}
-    ref = causal_conv1d_ref(*ref_inputs[:3], "silu", **ref_kw)
-    theirs = torch.autograd.grad(ref, ref_inputs, dout.double())
-    for name, a, r in zip(["x", "weight", "bias", "initial_states"], ours, theirs):
-        assert rel_error(a, r) <= tol, (name, rel_error(a, r))
+    grads_vs_reference(x, w, bias, "silu", dtype_tol=tol, dout=dout, **kw)

@@ -12,6 +12,7 @@ import torch
 import aiter_lite
 from aiter_lite.ops.matmul import matmul_plan, matmul_ref
 from aiter_lite.testing import rel_error
+from test_gpu_matmul_epilogue import _epilogue_configs, _randn, needs_sm90
 
 pytestmark = [
     pytest.mark.gpu,
@@ -20,12 +21,6 @@ pytestmark = [
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 TOL = 1e-5
-needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
-                                reason="needs a compute capability 9.0 GPU")
-
-
-def _randn(*shape, dtype=torch.float32):
-    return torch.randn(*shape, device="cuda").to(dtype)
 
 
 def _poisoned(*shape):
@@ -102,12 +97,6 @@ def test_out_fp32_residual_is_out(dt, variant):
     aiter_lite.matmul(a, b, out, residual=out, activation="relu", beta=0.75, variant=variant,
                       out_dtype=torch.float32)
     assert rel_error(out, ref) <= TOL
-
-
-def _epilogue_configs():
-    from aiter_lite.tuning.matmul_configs import configs_for, wgmma_has_kernel
-
-    return [c.index for c in configs_for("wgmma_16") if wgmma_has_kernel(c, epilogue=True)]
 
 
 @needs_sm90
