@@ -10,9 +10,9 @@
 conv: forward TB/s against bytes moved, every implementation, with the 1 GiB copy ceiling of the run.
 conv_bwd: backward TB/s (x and dout read, dx written, over fwd+bwd minus fwd) against those bytes, every
 implementation, contiguous rows filled and channel-last hollow, with the run's copy line.
-matmul: TFLOP/s against M = N = K, aiter_lite (default config) and cuBLAS; --run keeps the records whose
-"run" label starts with LABEL (a results file holds several runs).
+matmul: TFLOP/s against M = N = K, aiter_lite (default config) and cuBLAS.
 matmul_ratio: cuBLAS time over aiter_lite's for every (M, N, K, dtype) of the run(s) kept, 1.0 and 0.95 marked.
+--run LABEL keeps the records whose "run" label starts with LABEL (a results file holds several runs).
 """
 import argparse
 import sys
@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from records import read_run  # noqa: E402
 
+ELEM_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 CONV_MARKERS = {"aiter_lite": "o", "aiter_lite_cl": "D", "dao": "s", "fla": "^", "torch": "x", "copy": "_"}
 MATMUL_COLORS = {"fp16": "tab:blue", "bf16": "tab:orange", "tf32": "tab:green", "fp32": "tab:red"}
 
@@ -35,7 +36,7 @@ def plot_conv(data, ax) -> tuple:
     series = defaultdict(list)  # markers only: the points mix dtypes and widths
     for r in data["records"]:
         if r.get("op") == "fwd" and r["impl"] in CONV_MARKERS:
-            nbytes = 2 * r["B"] * r["D"] * r["L"] * {"fp16": 2, "bf16": 2, "fp32": 4}[r["dtype"]]
+            nbytes = 2 * r["B"] * r["D"] * r["L"] * ELEM_BYTES[r["dtype"]]
             series[r["impl"]].append((nbytes, r["tbps"]))
     for impl, pts in series.items():
         pts.sort()
@@ -45,15 +46,13 @@ def plot_conv(data, ax) -> tuple:
     return "bytes moved (x read + out written), MB", "TB/s", "causal_conv1d forward"
 
 
-def plot_conv_bwd(data, ax, run=None) -> tuple:
+def plot_conv_bwd(data, ax) -> tuple:
     series = defaultdict(list)  # (impl, layout) -> [(bytes, TB/s)]
     for r in data["records"]:
         if r.get("op") != "bwd" or "bwd_us" not in r or r["impl"] not in CONV_MARKERS:
             continue
-        if run and not str(r.get("run", "")).startswith(run):
-            continue
         B, D, L = r["shape"]
-        nbytes = 3 * B * D * L * {"fp16": 2, "bf16": 2, "fp32": 4}[r["x_dtype"]]
+        nbytes = 3 * B * D * L * ELEM_BYTES[r["x_dtype"]]
         series[(r["impl"], r["layout"])].append((nbytes, nbytes / r["bwd_us"] / 1e6))
     for (impl, layout), pts in sorted(series.items()):
         pts.sort()
@@ -64,11 +63,9 @@ def plot_conv_bwd(data, ax, run=None) -> tuple:
     return "bytes moved (x, dout read + dx written), MB", "TB/s", "causal_conv1d backward"
 
 
-def plot_matmul_ratio(data, ax, run=None) -> tuple:
+def plot_matmul_ratio(data, ax) -> tuple:
     times = defaultdict(dict)  # (M, N, K, dtype) -> {impl: us}
     for r in data["records"]:
-        if run and not str(r.get("run", "")).startswith(run):
-            continue
         if r.get("config", -1) == -1 and r.get("us"):
             times[(r["M"], r["N"], r["K"], r["dtype"])][r["impl"]] = r["us"]
     points = sorted((k, t["cublas"] / t["aiter_lite"]) for k, t in times.items() if {"cublas", "aiter_lite"} <= set(t))
@@ -86,11 +83,9 @@ def plot_matmul_ratio(data, ax, run=None) -> tuple:
     return "M x N x K", "cuBLAS time / aiter_lite time (higher: ours faster)", "matmul against cuBLAS"
 
 
-def plot_matmul(data, ax, run=None) -> tuple:
+def plot_matmul(data, ax) -> tuple:
     series = defaultdict(dict)  # (impl, dtype) -> {size: tflops}
     for r in data["records"]:
-        if run and not str(r.get("run", "")).startswith(run):
-            continue
         if r["M"] == r["N"] == r["K"] and r.get("config", -1) == -1:
             series[(r["impl"], r["dtype"])][r["M"]] = r["tflops"]
     if not series:
@@ -112,16 +107,15 @@ def main(argv=None) -> None:
     ap.add_argument("--run", default=None, help="only the records of this run label (prefix)")
     args = ap.parse_args(argv)
     data = read_run(args.src)
+    if args.run:
+        data["records"] = [r for r in data["records"] if str(r.get("run", "")).startswith(args.run)]
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    plotters = {"conv": lambda: plot_conv(data, ax), "conv_bwd": lambda: plot_conv_bwd(data, ax, args.run),
-                "matmul": lambda: plot_matmul(data, ax, args.run),
-                "matmul_ratio": lambda: plot_matmul_ratio(data, ax, args.run)}
-    xlabel, ylabel, what = plotters[args.op]()
+    plotters = {"conv": plot_conv, "conv_bwd": plot_conv_bwd, "matmul": plot_matmul, "matmul_ratio": plot_matmul_ratio}
+    xlabel, ylabel, what = plotters[args.op](data, ax)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     # The newest date among the records plotted (a results file's own date is its first run's).
-    dates = [str(r["date"]) for r in data["records"]
-             if r.get("date") and (not args.run or str(r.get("run", "")).startswith(args.run))]
+    dates = [str(r["date"]) for r in data["records"] if r.get("date")]
     ax.set_title(f'{what}, {data["device"]}, {(max(dates) if dates else data["date"])[:10]}')
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
