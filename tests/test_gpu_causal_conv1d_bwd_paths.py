@@ -5,6 +5,9 @@ the 16-byte grid), seq_idx on whole-vector [B, D, L] rows (the rows kernel, issu
 the float64 reference, with NaN left in the caching allocator so that an
 unwritten gradient element shows; bitwise reproducibility on the new paths."""
 import itertools
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -71,6 +74,29 @@ def test_rows_seq_idx(x_dtype, w_dtype, width):
     for (b, d, length), segments in [((2, 24, 1024), 60), ((3, 8, 512), 200), ((2, 16, 4096), 5),
                                      ((1, 2048, 2048), 40)]:
         check("contiguous", b, d, length, width, x_dtype, w_dtype, True, segments)
+
+
+@pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
+@pytest.mark.parametrize("width", [1, 2, 4, 5, 8])
+def test_rows_chunks(x_dtype, w_dtype, width):
+    """Aligned rows large enough that the rows kernel's warps walk several tiles each (session 25): 2 x 2048 x 2560
+    has 5 tiles a row in 16-bit and 10 in fp32, split 2 + 2 + 1 and 3 + 3 + 3 + 1 at the default chunk count, with
+    and without the features (states at both ends of the row, seq_idx)."""
+    torch.manual_seed(30 + width)
+    for features in (False, True):
+        check("contiguous", 2, 2048, 2560, width, x_dtype, w_dtype, features, segments=50)
+
+
+def test_rows_whole_row_chunks():
+    """AITER_LITE_BWD_ROWS_CHUNKS=1 (read once per process, so in a child process): every warp of the rows kernel
+    walks all the tiles of its row, on the small shapes of test_rows_seq_idx too; those tests and test_rows_chunks
+    pass there."""
+    env = dict(os.environ, AITER_LITE_BWD_ROWS_CHUNKS="1")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-m", "gpu", "-p", "no:cacheprovider", __file__,
+                          "-k", "test_rows_chunks or test_rows_seq_idx"], env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "failed" not in run.stdout
 
 
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)

@@ -24,6 +24,16 @@
 //      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
 //
+// Chunks (session 25, aligned rows): a warp walks a chunk of consecutive tiles of one row from the last down
+// (rows_chunking: about 16384 chunks in all, at least 2 tiles each where the row has them), so the row's setup, the
+// weights and the partial row come once a chunk, and a tile's lookahead (step 1's vector after it) is the carried
+// shuffle of the first vectors of the tile after it (prev_ahead); only the chunk's last tile loads the vector after
+// it, before the loop. Why: the kernel issued close to one instruction a cycle on each scheduler (ncu, H200: 9.2
+// cycles per instruction at 7.6 warps a scheduler) and the per-tile part was about a fifth of it (SASS: 48 issued
+// instructions an element for bf16 W = 4 with 2 vectors a lane, 39 with the loop). H200, bf16 4 x 4096 x 4096 W = 4:
+// 139.5 -> 126.4 us (causal-conv1d 115); docs/causal_conv1d.md "Session 25". Shifted rows keep one tile a warp:
+// their loop spilled 100-230 bytes at 64 registers.
+//
 // seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel
 // (causal_conv1d_seq_marks.cuh, shared with the forward) writes two bits per position to the workspace, "a new
 // sequence starts here" and "padding token" (padding is transparent: a window skips it and reads on, as the
@@ -40,6 +50,9 @@
 // the reduce kernel (64 registers, 12 bytes spilled).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "causal_conv1d_bwd.h"
@@ -78,6 +91,9 @@ struct BwdRowsTraits {
   static constexpr bool kShifted = kShifted_;
   static constexpr bool kFlat = kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_, kSeq_);
   static constexpr bool kUnaligned = kShifted_ && !kFlat;  // row-relative vectors
+  // A warp walks several tiles of a row (rows_chunking) on aligned rows; shifted rows keep one tile a warp (their
+  // loop spilled 100-230 bytes at 64 registers, ptxas 13.0).
+  static constexpr bool kLoop = !kShifted_;
   // 16-bit unaligned rows read x and dout through a per-warp shared-memory stage (load_staged): the tile's flat
   // 16-byte vectors (coalesced loads) at a 5-word stride, from which each lane reads its row vector's 5 words
   // (an odd stride: no bank conflicts). kStageWords: one tensor's stage, kVecs * kWarpSize + 1 vectors.
@@ -133,9 +149,9 @@ struct BwdRowsArgs {
   int32_t row_vecs;         // aligned: L / kNElts; unaligned: ceil(L / kNElts), the last vector partial
   int32_t lead;             // shifted: positions before 0 a tile covers (W - 1 with dinit, else 0)
   int64_t n_elts;           // shifted: B * D * L, the flat array's length
-  uint32_t n_tiles;         // rows * tiles_per_row < 2^31
-  uint32_t tiles_per_row;
-  FastDivmod32 div_tiles_per_row, div_dim;
+  uint32_t n_chunks;        // rows * chunks per row (rows_chunking) < 2^31
+  uint32_t tiles_per_row, tiles_per_chunk;
+  FastDivmod32 div_chunks_per_row, div_dim;
   bool silu;
 };
 
@@ -491,24 +507,27 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
   __shared__ uint32_t stage_words[Ktraits::kStaged ? Ktraits::kWarps * 2 * Ktraits::kStageWords : 1];
   [[maybe_unused]] uint32_t* stage = stage_words + (Ktraits::kStaged ? warp * 2 * Ktraits::kStageWords : 0);
 
-  for (uint32_t tile = blockIdx.x * Ktraits::kWarps + warp; tile < a.n_tiles; tile += gridDim.x * Ktraits::kWarps) {
-    uint32_t seg;
-    const uint32_t row = a.div_tiles_per_row.divmod(seg, tile);
+  // A warp walks a chunk of consecutive tiles of one row from its last tile down (the file comment says why).
+  for (uint32_t chunk = blockIdx.x * Ktraits::kWarps + warp; chunk < a.n_chunks;
+       chunk += gridDim.x * Ktraits::kWarps) {
+    uint32_t c;
+    const uint32_t row = a.div_chunks_per_row.divmod(c, chunk);
     uint32_t d;
     const uint32_t b = a.div_dim.divmod(d, row);
+    const uint32_t seg_lo = c * a.tiles_per_chunk;
+    const uint32_t seg_hi = Ktraits::kLoop ? min(seg_lo + a.tiles_per_chunk, a.tiles_per_row) : seg_lo + 1;
     const int64_t row_off = static_cast<int64_t>(row) * L;
     // Vector v of this lane starts at base + v * kNElts, which is position v * kNElts - shift of the row
     // (64-bit vector indices only for the flat array of shifted rows).
     using vidx_t = std::conditional_t<kFlat, int64_t, int>;
-    vidx_t v0;
+    vidx_t row_v0;  // this lane's vector in the row's first tile
     int64_t shift;
     if constexpr (kFlat) {
       const int64_t lo = row_off - a.lead;  // flat index of the row's first covered position
-      const int64_t first = lo >= 0 ? lo / kNElts : -((-lo + kNElts - 1) / kNElts);
-      v0 = first + static_cast<int64_t>(seg) * Ktraits::kTileVecs + lane;
+      row_v0 = (lo >= 0 ? lo / kNElts : -((-lo + kNElts - 1) / kNElts)) + lane;
       shift = row_off;
     } else {
-      v0 = static_cast<int>(seg) * Ktraits::kTileVecs + lane;
+      row_v0 = lane;
       shift = 0;
     }
     const int64_t base_off = kFlat ? 0 : row_off;
@@ -517,225 +536,280 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     const uint32_t* __restrict__ xr_words = reinterpret_cast<const uint32_t*>(xr);
     const int32_t* __restrict__ row_ids = kSeq ? a.seq_idx + static_cast<int64_t>(b) * a.seq_batch_stride : nullptr;
     const uint2* __restrict__ row_marks = kSeq ? seq_marks_row(a.seq_marks, b, a.seq_words) : nullptr;
-
-    // 1. loads
-    vec_t xv[kVecs], gv[kVecs];
-    if constexpr (Ktraits::kStaged) {
-      load_staged<Ktraits>(xv, gv, a, row_off, static_cast<int>(v0), lane, stage);
-    } else {
-#pragma unroll
-      for (int k = 0; k < kVecs; ++k) {
-        load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
-        load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
-      }
-    }
-    uint32_t first_halo[kHaloWordsAlloc];
-#pragma unroll
-    for (int h = 1; h <= kHaloWords; ++h)
-      first_halo[h - 1] = lane < (h + 3) / 4 ? load_word<Ktraits>(xr_words, v0 * 4 - h, a) : 0u;
-    // The vector after the tile (lanes < kAheadLanes) and its halo words.
-    const vidx_t v_next = v0 + kVecs * kWarpSize;
-    const bool has_next = lane < Ktraits::kAheadLanes && (kFlat || v_next < a.row_vecs);
-    vec_t xn, gn;
-    uint32_t next_halo[kHaloWordsAlloc];
-    if (has_next) {
-      load_vector<Ktraits>(xn, xr, v_next, a);
-      load_vector<Ktraits>(gn, gr, v_next, a);
-#pragma unroll
-      for (int h = 1; h <= kHaloWords; ++h) next_halo[kHaloWords - h] = load_word<Ktraits>(xr_words, v_next * 4 - h, a);
-    } else {
-      xn.set_zero();
-      gn.set_zero();
-#pragma unroll
-      for (int h = 0; h < kHaloWordsAlloc; ++h) next_halo[h] = 0u;
-    }
-    // seq_idx: the marks of each vector's window and of the next vector's (kSeq), loaded with the data.
-    uint32_t starts[kSeq ? kVecs + 1 : 1], pads[kSeq ? kVecs + 1 : 1];
-    if constexpr (kSeq) {
-#pragma unroll
-      for (int k = 0; k <= kVecs; ++k) {
-        const int64_t e = (static_cast<int64_t>(v0) + k * kWarpSize) * kNElts;
-        const WindowMarks m =
-            k < kVecs || has_next ? window_marks<Ktraits::kSeqPad, Ktraits::kSeqLen>(row_marks, a.seq_words, e)
-                             : WindowMarks{0u, 0u, 0u};
-        starts[k] = m.starts;
-        pads[k] = m.pads;
-        zero_padding<Ktraits>(k < kVecs ? gv[k] : gn, m.pads);
-      }
-    }
-    // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
-    // (lane 0, and the next lanes too when the halo is longer than a vector: fp32 with W >= 6).
-    const int64_t e0 = static_cast<int64_t>(v0) * kNElts - shift;
-    const bool near_start = !kFlat && e0 < kHalo;
-    float init_x[kHaloAlloc];
-#pragma unroll
-    for (int i = 0; i < kHaloAlloc; ++i) init_x[i] = 0.f;
-    if (near_start && a.st.init != nullptr) {
-#pragma unroll
-      for (int i = 0; i < kHalo; ++i)
-        if (e0 + i < kHalo)
-          init_x[i] = load_state<T>(a.st.init, b, d, e0 + i, a.st.init_batch_stride, a.st.init_dim_stride,
-                                    a.st.init_seq_stride);
-    }
+    // The channel's weights, loaded once the first data loads are issued: converting them waits for them (H200,
+    // session 25: loaded first, bf16 8 x 4096 x 4093 W = 3 took 334.7 us against 325.2).
     float w2[1][kW];
     float bias2[1];
-    load_weight_block<1, kW>(w2, bias2, a.w, d);
     const float(&w)[kW] = w2[0];
-    const float bias = bias2[0];
-
-    // 2. ascending: dpre of every vector, dweight/dbias sums
-    float dp[kVecs][kNElts];
+    const float& bias = bias2[0];
     float acc[kW + 1];
 #pragma unroll
     for (int j = 0; j <= kW; ++j) acc[j] = 0.f;
-    uint32_t prev_shfl[kHaloWordsAlloc] = {};
+    // The vector after a tile (lanes < kAheadLanes; zeros past the row's vectors), its halo words and, with seq_idx,
+    // its window's marks: loaded by load_next, turned into prev_ahead by ahead_from_next.
+    struct Next {
+      vec_t x, g;
+      uint32_t halo[kHaloWordsAlloc];
+      WindowMarks marks;
+      bool has;
+    };
+    auto load_next = [&](Next& n, vidx_t v_next) {
+      n.has = lane < Ktraits::kAheadLanes && (kFlat || v_next < a.row_vecs);
+      if (n.has) {
+        load_vector<Ktraits>(n.x, xr, v_next, a);
+        load_vector<Ktraits>(n.g, gr, v_next, a);
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      uint32_t halo_words[kHaloWordsAlloc];
-#pragma unroll
-      for (int h = 1; h <= kHaloWords; ++h) {
-        const int p = (h + 3) / 4;
-        const uint32_t s = warp_shfl(xv[k].word(3 - (h - 1) % 4), (lane - p) & (kWarpSize - 1));
-        halo_words[kHaloWords - h] = lane >= p ? s : (k == 0 ? first_halo[h - 1] : prev_shfl[h - 1]);
-        prev_shfl[h - 1] = s;
-      }
-      float xs[kHalo + kNElts];
-      window_from_words<Ktraits>(xs, halo_words, xv[k]);
-      const int64_t e = e0 + int64_t{k} * kWarpSize * kNElts;
-      // Shifted rows: only a vector whose window crosses the row's ends is masked (most are inside).
-      [[maybe_unused]] const bool inside = e - kHalo >= 0 && e + kNElts <= L;
-      if constexpr (kFlat)
-        if (!inside) mask_window<Ktraits>(xs, e, b, d, a);
-      if (k == 0 && near_start) {
-#pragma unroll
-        for (int i = 0; i < kHalo; ++i)
-          if (e0 + i < kHalo) xs[i] = init_x[i];
-      }
-      if constexpr (kSeq) {  // every vector cut at its starts (the file comment says why)
-        dpre_cut<Ktraits>(dp[k], acc, xs, gv[k], w, bias, a.silu, starts[k], pads[k]);
+        for (int h = 1; h <= kHaloWords; ++h) n.halo[kHaloWords - h] = load_word<Ktraits>(xr_words, v_next * 4 - h, a);
       } else {
-        dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
-        if constexpr (kFlat)
-          if (!inside) mask_dpre<Ktraits>(dp[k], e, L);
-        sums_of_vector<Ktraits>(acc, dp[k], xs);
-      }
-    }
-    // dpre of the vector after the tile: only its first kHalo elements are ever read.
-    constexpr int kNextElts = kHalo < kNElts ? kHalo : kNElts;
-    float dp_next[kNElts] = {};
-    if (kNextElts > 0) {
-      float xs[kHalo + kNElts];
-      window_from_words<Ktraits>(xs, next_halo, xn);
-      const int64_t e = static_cast<int64_t>(v_next) * kNElts - shift;
-      // Shifted rows: only the lanes < kAheadLanes use it, so the warp masks (one branch for all) only where
-      // their vectors cross the row's ends.
-      [[maybe_unused]] bool ahead_cross = false;
-      if constexpr (kFlat) {
-        const int64_t e_ahead = e - static_cast<int64_t>(lane) * kNElts;  // lane 0's next vector
-        ahead_cross = e_ahead - kHalo < 0 || e_ahead + Ktraits::kAheadLanes * kNElts > L;
-        if (ahead_cross) mask_window<Ktraits>(xs, e, b, d, a);
-      }
-      if constexpr (kSeq) {
-        float unused[kW + 1];
-        dpre_cut<Ktraits, kNextElts, false>(dp_next, unused, xs, gn, w, bias, a.silu, starts[kVecs], pads[kVecs]);
-      } else {
-        dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, gn, w, bias, a.silu);
-      }
-      if constexpr (kFlat)
-        if (ahead_cross) mask_dpre<Ktraits>(dp_next, e, L);
-      if (!has_next) {
+        n.x.set_zero();
+        n.g.set_zero();
 #pragma unroll
-        for (int i = 0; i < kNElts; ++i) dp_next[i] = 0.f;
+        for (int h = 0; h < kHaloWordsAlloc; ++h) n.halo[h] = 0u;
       }
-    }
-
-    // 3. descending: dx. ahead[m] = dpre at kNElts + m after this vector's start, from lane + q.
+      n.marks = WindowMarks{0u, 0u, 0u};
+      if constexpr (kSeq)
+        if (n.has)
+          n.marks = window_marks<Ktraits::kSeqPad, Ktraits::kSeqLen>(row_marks, a.seq_words, int64_t{v_next} * kNElts);
+    };
+    // prev_ahead[m]: dpre at kNElts + m after the start of the lane's last vector in the tile, where lane + q >= 32
+    // (q = 1 + m / kNElts): in the first vectors of lane + q - 32 in the tile after (or past the chunk). Only the
+    // first kHalo elements of the vector after are ever read.
     float prev_ahead[kHaloAlloc];
+    auto ahead_from_next = [&](Next& n, vidx_t v_next) {
+      constexpr int kNextElts = kHalo < kNElts ? kHalo : kNElts;
+      float dp_next[kNElts] = {};
+      if (kNextElts > 0) {
+        float xs[kHalo + kNElts];
+        window_from_words<Ktraits>(xs, n.halo, n.x);
+        const int64_t e = static_cast<int64_t>(v_next) * kNElts - shift;
+        // Shifted rows: only the lanes < kAheadLanes use it, so the warp masks (one branch for all) only where
+        // their vectors cross the row's ends.
+        [[maybe_unused]] bool ahead_cross = false;
+        if constexpr (kFlat) {
+          const int64_t e_ahead = e - static_cast<int64_t>(lane) * kNElts;  // lane 0's next vector
+          ahead_cross = e_ahead - kHalo < 0 || e_ahead + Ktraits::kAheadLanes * kNElts > L;
+          if (ahead_cross) mask_window<Ktraits>(xs, e, b, d, a);
+        }
+        if constexpr (kSeq) {
+          zero_padding<Ktraits>(n.g, n.marks.pads);
+          float unused[kW + 1];
+          dpre_cut<Ktraits, kNextElts, false>(dp_next, unused, xs, n.g, w, bias, a.silu, n.marks.starts, n.marks.pads);
+        } else {
+          dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, n.g, w, bias, a.silu);
+        }
+        if constexpr (kFlat)
+          if (ahead_cross) mask_dpre<Ktraits>(dp_next, e, L);
+        if (!n.has) {
 #pragma unroll
-    for (int m = 0; m < kHalo; ++m) {
-      const int q = 1 + m / kNElts;
-      prev_ahead[m] = __uint_as_float(warp_shfl(__float_as_uint(dp_next[m % kNElts]), (lane + q) & (kWarpSize - 1)));
-    }
-    T* __restrict__ dxr = a.dx != nullptr ? static_cast<T*>(a.dx) + base_off : nullptr;
-#pragma unroll
-    for (int k = kVecs - 1; k >= 0; --k) {
-      float dpw[kNElts + kHalo];  // dpre at this vector's positions and the kHalo after
-#pragma unroll
-      for (int i = 0; i < kNElts; ++i) dpw[i] = dp[k][i];
+          for (int i = 0; i < kNElts; ++i) dp_next[i] = 0.f;
+        }
+      }
 #pragma unroll
       for (int m = 0; m < kHalo; ++m) {
         const int q = 1 + m / kNElts;
-        const float s = __uint_as_float(warp_shfl(__float_as_uint(dp[k][m % kNElts]), (lane + q) & (kWarpSize - 1)));
-        dpw[kNElts + m] = lane + q < kWarpSize ? s : prev_ahead[m];
-        prev_ahead[m] = s;
+        prev_ahead[m] =
+            __uint_as_float(warp_shfl(__float_as_uint(dp_next[m % kNElts]), (lane + q) & (kWarpSize - 1)));
       }
-      const vidx_t v = v0 + k * kWarpSize;
-      const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
-      float g[kNElts];
-      const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
-      const bool at_dinit = !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
-      if constexpr (kSeq) dx_cut<Ktraits>(g, dpw, w, starts[k], pads[k]);
-      else dx_of_vector<Ktraits>(g, dpw, w);
-      if (at_final) {
-        // The row's last sequence takes dfinal (the states at the row's two ends: a few lanes, ids read).
-        const int32_t last_id = kSeq ? row_ids[(L - 1) * a.seq_seq_stride] : 0;
+    };
+    // Warps that walk several tiles: the lookahead of the chunk's last tile before the loop (computed in the tile,
+    // as without the loop, it spilled 100-120 bytes more at 64 registers, ptxas 13.0), that tile's vectors fetched
+    // into L2 meanwhile.
+    if constexpr (Ktraits::kLoop) {
+      const vidx_t v_last = row_v0 + static_cast<vidx_t>(seg_hi - 1) * Ktraits::kTileVecs;
 #pragma unroll
-        for (int i = 0; i < kNElts; ++i)
-          if (e + i >= L - kHalo && e + i < L && (!kSeq || row_ids[(e + i) * a.seq_seq_stride] == last_id))
-            g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
-                                  a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
+      for (int k = 0; k < kVecs; ++k) {
+        if (v_last + k * kWarpSize < a.row_vecs) {
+          prefetch_l2(xr + (v_last + k * kWarpSize) * kNElts);
+          prefetch_l2(gr + (v_last + k * kWarpSize) * kNElts);
+        }
       }
-      if constexpr (kFlat) {
-        if (e >= 0 && e + kNElts <= L) {
-          if (dxr != nullptr) {
-            vec_t out;
+      Next n;
+      const vidx_t v_next = v_last + kVecs * kWarpSize;
+      load_next(n, v_next);
+      load_weight_block<1, kW>(w2, bias2, a.w, d);
+      ahead_from_next(n, v_next);
+    }
+
+    auto tile = [&](uint32_t seg) {
+      const vidx_t v0 = row_v0 + static_cast<vidx_t>(seg) * Ktraits::kTileVecs;
+
+      // 1. loads
+      vec_t xv[kVecs], gv[kVecs];
+      if constexpr (Ktraits::kStaged) {
+        load_staged<Ktraits>(xv, gv, a, row_off, static_cast<int>(v0), lane, stage);
+      } else {
 #pragma unroll
-            for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
-            out.store(dxr + v * kNElts);
+        for (int k = 0; k < kVecs; ++k) {
+          load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
+          load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
+        }
+      }
+      uint32_t first_halo[kHaloWordsAlloc];
+#pragma unroll
+      for (int h = 1; h <= kHaloWords; ++h)
+        first_halo[h - 1] = lane < (h + 3) / 4 ? load_word<Ktraits>(xr_words, v0 * 4 - h, a) : 0u;
+      // One tile a warp: the vector after it, loaded with the tile.
+      [[maybe_unused]] Next next;
+      const vidx_t v_next = v0 + kVecs * kWarpSize;
+      if constexpr (!Ktraits::kLoop) {
+        load_next(next, v_next);
+        load_weight_block<1, kW>(w2, bias2, a.w, d);
+      }
+      // seq_idx: the marks of each vector's window (kSeq), loaded with the data.
+      uint32_t starts[kSeq ? kVecs : 1], pads[kSeq ? kVecs : 1];
+      if constexpr (kSeq) {
+#pragma unroll
+        for (int k = 0; k < kVecs; ++k) {
+          const WindowMarks m = window_marks<Ktraits::kSeqPad, Ktraits::kSeqLen>(
+              row_marks, a.seq_words, (static_cast<int64_t>(v0) + k * kWarpSize) * kNElts);
+          starts[k] = m.starts;
+          pads[k] = m.pads;
+          zero_padding<Ktraits>(gv[k], m.pads);
+        }
+      }
+      // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
+      // (lane 0, and the next lanes too when the halo is longer than a vector: fp32 with W >= 6).
+      const int64_t e0 = static_cast<int64_t>(v0) * kNElts - shift;
+      const bool near_start = !kFlat && e0 < kHalo;
+      float init_x[kHaloAlloc];
+#pragma unroll
+      for (int i = 0; i < kHaloAlloc; ++i) init_x[i] = 0.f;
+      if (near_start && a.st.init != nullptr) {
+#pragma unroll
+        for (int i = 0; i < kHalo; ++i)
+          if (e0 + i < kHalo)
+            init_x[i] = load_state<T>(a.st.init, b, d, e0 + i, a.st.init_batch_stride, a.st.init_dim_stride,
+                                      a.st.init_seq_stride);
+      }
+
+      if constexpr (!Ktraits::kLoop) ahead_from_next(next, v_next);
+
+      // 2. ascending: dpre of every vector, dweight/dbias sums
+      float dp[kVecs][kNElts];
+      uint32_t prev_shfl[kHaloWordsAlloc] = {};
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) {
+        uint32_t halo_words[kHaloWordsAlloc];
+#pragma unroll
+        for (int h = 1; h <= kHaloWords; ++h) {
+          const int p = (h + 3) / 4;
+          const uint32_t s = warp_shfl(xv[k].word(3 - (h - 1) % 4), (lane - p) & (kWarpSize - 1));
+          halo_words[kHaloWords - h] = lane >= p ? s : (k == 0 ? first_halo[h - 1] : prev_shfl[h - 1]);
+          prev_shfl[h - 1] = s;
+        }
+        float xs[kHalo + kNElts];
+        window_from_words<Ktraits>(xs, halo_words, xv[k]);
+        const int64_t e = e0 + int64_t{k} * kWarpSize * kNElts;
+        // Shifted rows: only a vector whose window crosses the row's ends is masked (most are inside).
+        [[maybe_unused]] const bool inside = e - kHalo >= 0 && e + kNElts <= L;
+        if constexpr (kFlat)
+          if (!inside) mask_window<Ktraits>(xs, e, b, d, a);
+        if (k == 0 && near_start) {
+#pragma unroll
+          for (int i = 0; i < kHalo; ++i)
+            if (e0 + i < kHalo) xs[i] = init_x[i];
+        }
+        if constexpr (kSeq) {  // every vector cut at its starts (the file comment says why)
+          dpre_cut<Ktraits>(dp[k], acc, xs, gv[k], w, bias, a.silu, starts[k], pads[k]);
+        } else {
+          dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
+          if constexpr (kFlat)
+            if (!inside) mask_dpre<Ktraits>(dp[k], e, L);
+          sums_of_vector<Ktraits>(acc, dp[k], xs);
+        }
+      }
+
+      // 3. descending: dx. Each step shuffles the dpre after its vectors from lane + q; lanes with lane + q >= 32
+      // take prev_ahead, and the step leaves the shuffled values there for the step before (after the first
+      // vectors: the tile before's prev_ahead).
+      T* __restrict__ dxr = a.dx != nullptr ? static_cast<T*>(a.dx) + base_off : nullptr;
+#pragma unroll
+      for (int k = kVecs - 1; k >= 0; --k) {
+        float dpw[kNElts + kHalo];  // dpre at this vector's positions and the kHalo after
+#pragma unroll
+        for (int i = 0; i < kNElts; ++i) dpw[i] = dp[k][i];
+#pragma unroll
+        for (int m = 0; m < kHalo; ++m) {
+          const int q = 1 + m / kNElts;
+          const float s = __uint_as_float(warp_shfl(__float_as_uint(dp[k][m % kNElts]), (lane + q) & (kWarpSize - 1)));
+          dpw[kNElts + m] = lane + q < kWarpSize ? s : prev_ahead[m];
+          prev_ahead[m] = s;
+        }
+        const vidx_t v = v0 + k * kWarpSize;
+        const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
+        float g[kNElts];
+        const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
+        const bool at_dinit = !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
+        if constexpr (kSeq) dx_cut<Ktraits>(g, dpw, w, starts[k], pads[k]);
+        else dx_of_vector<Ktraits>(g, dpw, w);
+        if (at_final) {
+          // The row's last sequence takes dfinal (the states at the row's two ends: a few lanes, ids read).
+          const int32_t last_id = kSeq ? row_ids[(L - 1) * a.seq_seq_stride] : 0;
+#pragma unroll
+          for (int i = 0; i < kNElts; ++i)
+            if (e + i >= L - kHalo && e + i < L && (!kSeq || row_ids[(e + i) * a.seq_seq_stride] == last_id))
+              g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
+                                    a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
+        }
+        if constexpr (kFlat) {
+          if (e >= 0 && e + kNElts <= L) {
+            if (dxr != nullptr) {
+              vec_t out;
+#pragma unroll
+              for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+              out.store(dxr + v * kNElts);
+            }
+          } else {
+            // A vector across a row boundary: only this row's positions, dinit before 0.
+#pragma unroll
+            for (int i = 0; i < kNElts; ++i) {
+              const int64_t t = e + i;
+              if (t >= 0 && t < L) {
+                if (dxr != nullptr) dxr[v * kNElts + i] = from_float<T>(g[i]);
+              } else if (t < 0 && t >= -kHalo && a.st.dinit != nullptr) {
+                static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
+                                            (t + kHalo) * a.st.dinit_seq_stride] = from_float<T>(g[i]);
+              }
+            }
           }
         } else {
-          // A vector across a row boundary: only this row's positions, dinit before 0.
+          if (dxr != nullptr && v < a.row_vecs) {
+            if constexpr (kUnaligned) {
+              store_unaligned<Ktraits>(dxr + e, g, L - e);
+            } else {
+              vec_t out;
 #pragma unroll
-          for (int i = 0; i < kNElts; ++i) {
-            const int64_t t = e + i;
-            if (t >= 0 && t < L) {
-              if (dxr != nullptr) dxr[v * kNElts + i] = from_float<T>(g[i]);
-            } else if (t < 0 && t >= -kHalo && a.st.dinit != nullptr) {
+              for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+              out.store(dxr + e);
+            }
+          }
+          if (at_dinit) {
+            // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here), in
+            // the row's first sequence (the initial states continue it).
+#pragma unroll
+            for (int kk = 0; kk < kHalo; ++kk) {
+              float acc_i = 0.f;
+#pragma unroll
+              for (int j = 0; j <= kk; ++j)
+                acc_i = fmaf(w[j], !kSeq || row_ids[(kk - j) * a.seq_seq_stride] == row_ids[0] ? dpw[kk - j] : 0.f,
+                             acc_i);
               static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
-                                          (t + kHalo) * a.st.dinit_seq_stride] = from_float<T>(g[i]);
+                                          kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
             }
           }
         }
-      } else {
-        if (dxr != nullptr && v < a.row_vecs) {
-          if constexpr (kUnaligned) {
-            store_unaligned<Ktraits>(dxr + e, g, L - e);
-          } else {
-            vec_t out;
-#pragma unroll
-            for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
-            out.store(dxr + e);
-          }
-        }
-        if (at_dinit) {
-          // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here), in
-          // the row's first sequence (the initial states continue it).
-#pragma unroll
-          for (int kk = 0; kk < kHalo; ++kk) {
-            float acc_i = 0.f;
-#pragma unroll
-            for (int j = 0; j <= kk; ++j)
-              acc_i = fmaf(w[j], !kSeq || row_ids[(kk - j) * a.seq_seq_stride] == row_ids[0] ? dpw[kk - j] : 0.f,
-                           acc_i);
-            static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
-                                        kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
-          }
-        }
       }
+    };
+    if constexpr (Ktraits::kLoop) {
+#pragma unroll 1
+      for (uint32_t seg = seg_hi; seg-- > seg_lo;) tile(seg);
+    } else {
+      tile(seg_lo);
     }
 
     if (a.partials.rows != nullptr) {
-      float* prow = a.partials.rows + (static_cast<int64_t>(b) * a.tiles_per_row + seg) * a.partials.cols +
+      const int64_t chunks_per_row = a.div_chunks_per_row.divisor;
+      float* prow = a.partials.rows + (static_cast<int64_t>(b) * chunks_per_row + c) * a.partials.cols +
                     static_cast<int64_t>(d) * (kW + 1);
 #pragma unroll
       for (int j = 0; j <= kW; ++j) {
@@ -762,6 +836,39 @@ int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width,
 }
 
 int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nullptr ? p.width - 1 : 0; }
+
+// How the kernel's warps share a row's tiles: each walks a chunk of consecutive tiles, about kRowsChunks chunks in
+// all (a few waves of warps on a large GPU: 132 SMs x 32 warps), the tiles spread evenly over a row's chunks. One
+// partial row of dweight/dbias sums per chunk. AITER_LITE_BWD_ROWS_CHUNKS=n sets the count instead (experiments and
+// the tests of long chunks; read once per process).
+constexpr int64_t kRowsChunks = 16384;
+int64_t rows_chunks_target() {
+  static const int64_t target = [] {
+    const char* v = std::getenv("AITER_LITE_BWD_ROWS_CHUNKS");
+    if (v == nullptr || *v == '\0') return kRowsChunks;
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > (int64_t{1} << 30))
+      throw std::invalid_argument(std::string("AITER_LITE_BWD_ROWS_CHUNKS must be an integer 1..2^30, got '") + v +
+                                  "'");
+    return static_cast<int64_t>(n);
+  }();
+  return target;
+}
+struct RowsChunking {
+  int64_t tiles_per_chunk, chunks_per_row;
+};
+RowsChunking rows_chunking(int64_t rows, int64_t tiles_per_row, bool shifted) {  // rows, tiles_per_row >= 1
+  if (shifted) return RowsChunking{1, tiles_per_row};  // BwdRowsTraits::kLoop
+  // At least kMinChunkTiles tiles a chunk where the row has them: a chunk's first tile waits for the lookahead's
+  // loads first (H200, session 25, bf16 4 x 512 x 2048: 17.5 us with one tile a chunk, 15.9 with 2, 18.1 with 4
+  // (fewer warps); 16.3 without the loop).
+  constexpr int64_t kMinChunkTiles = 2;
+  const int64_t chunks = std::clamp<int64_t>((rows_chunks_target() + rows - 1) / rows, 1,
+                                             std::max<int64_t>(tiles_per_row / kMinChunkTiles, 1));
+  const int64_t per_chunk = (tiles_per_row + chunks - 1) / chunks;
+  return RowsChunking{per_chunk, (tiles_per_row + per_chunk - 1) / per_chunk};
+}
 
 // The rows path's seq_idx workspace: [B, seq_marks_stride(L)] uint2 marks (causal_conv1d_seq_marks.cuh; 16-byte
 // aligned: it follows the partials, rounded up to 16 bytes), then the marks kernel's kSeqMarksBlocks recur flags.
@@ -790,13 +897,15 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.n_elts = p.batch * p.dim * p.seqlen;
   const int64_t tiles_per_row =
       tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kW, kShifted, kSeq, Ktraits::kTileVecs);
-  const int64_t n_tiles = p.batch * p.dim * tiles_per_row;  // < 2^31: bwd_rows_plan checked
-  a.n_tiles = static_cast<uint32_t>(n_tiles);
+  const RowsChunking chunking = rows_chunking(p.batch * p.dim, tiles_per_row, kShifted);
+  const int64_t n_chunks = p.batch * p.dim * chunking.chunks_per_row;  // < 2^31: bwd_rows_plan checked the tiles
+  a.n_chunks = static_cast<uint32_t>(n_chunks);
   a.tiles_per_row = static_cast<uint32_t>(tiles_per_row);
-  a.div_tiles_per_row = FastDivmod32(tiles_per_row);
+  a.tiles_per_chunk = static_cast<uint32_t>(chunking.tiles_per_chunk);
+  a.div_chunks_per_row = FastDivmod32(chunking.chunks_per_row);
   a.div_dim = FastDivmod32(p.dim);
   a.silu = p.silu;
-  const int64_t blocks = (n_tiles + Ktraits::kWarps - 1) / Ktraits::kWarps;
+  const int64_t blocks = (n_chunks + Ktraits::kWarps - 1) / Ktraits::kWarps;
   causal_conv1d_bwd_rows_kernel<Ktraits><<<static_cast<unsigned>(blocks), Ktraits::kThreads, 0, stream>>>(a);
   AITER_LITE_LAUNCH_CHECK();
 }
@@ -885,7 +994,9 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
   plan.seq = seq && plan.vecs_per_lane > 0;
   if (plan.seq) plan.seq_start_words = seq_workspace_words(B, L);
   if (plan.vecs_per_lane > 0)
-    plan.partial_rows = B * tiles_per_row(plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize);
+    plan.partial_rows =
+        B * rows_chunking(B * D, tiles_per_row(plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize), plan.shifted)
+                .chunks_per_row;
   return plan;
 }
 
