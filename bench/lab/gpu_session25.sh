@@ -13,7 +13,9 @@
 # and 32768 beside the default.
 # Part "mid": a third tree (bench/lab/rows_single_mid.sh: one-vector kernels without the loop, the loop only from
 # 2^22 vectors) against this one and main, alternating, then that tree's GPU tests of the backward paths.
-#   bash bench/gpu.sh lab/gpu_session25.sh loop|loop2|loop3|loop4|mid
+# Part "h100": this tree against main on the aligned set beside causal-conv1d, one run each (the end of the
+# session's device time).
+#   bash bench/gpu.sh lab/gpu_session25.sh loop|loop2|loop3|loop4|mid|h100
 source bench/lab/lab_steps.sh
 part=${1:-loop}
 P="python3 -m pytest -q -m gpu -p no:cacheprovider"
@@ -111,4 +113,13 @@ elif [ "$part" = mid ]; then
     tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py tests/test_gpu_conv_wide.py \
     -k "bwd or backward or grad or rows or chunks or dout or shifted or seq_idx") > "$L/tests_mid.txt" 2>&1
   echo "mid tests rc=$? at $((SECONDS - t0)) s"; grep -E "^FAILED|^ERROR|passed|failed" "$L/tests_mid.txt" | tail -n 8
+elif [ "$part" = h100 ]; then
+  OLD=/tmp/old_tree NEW=$PWD
+  peers_and_trees "$NEW" "$OLD"
+  for t in new old; do
+    root=$NEW; [ $t = old ] && root=$OLD
+    (cd "$root" && PYTHONPATH=$root:/tmp/peers/site AITER_LITE_CACHE_DIR=/tmp/c_$t timeout 60 python3 \
+      "$NEW/bench/lab/conv_bwd_odd_ab.py" $t --set aligned --dao --reps 20) >> "$OUT/ab.txt" 2>&1
+  done
+  echo "A/B at $((SECONDS - t0)) s"
 fi
