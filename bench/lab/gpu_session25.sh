@@ -19,6 +19,17 @@
 source bench/lab/lab_steps.sh
 part=${1:-loop}
 P="python3 -m pytest -q -m gpu -p no:cacheprovider"
+# bwd_checks TEST_S MEM_S MEM_K: the backward tests of the bwd_paths, states and conv_wide files (tests.txt), then
+# memcheck on the bwd_paths tests selected by MEM_K (memcheck.txt), each under its timeout; summaries printed.
+bwd_checks() {
+  timeout "$1" $P tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py \
+    tests/test_gpu_conv_wide.py -k "bwd or backward or grad or rows or chunks or dout or shifted or seq_idx" \
+    > "$L/tests.txt" 2>&1
+  echo "tests rc=$? at $((SECONDS - t0)) s"; grep -E "^FAILED|^ERROR|passed|failed" "$L/tests.txt" | tail -n 12
+  timeout "$2" compute-sanitizer --tool memcheck --print-limit 20 $P -s tests/test_gpu_causal_conv1d_bwd_paths.py \
+    -k "$3" > "$L/memcheck.txt" 2>&1
+  echo "memcheck rc=$? at $((SECONDS - t0)) s"; grep -hE "ERROR SUMMARY|Invalid|passed|failed" "$L/memcheck.txt" | tail -n 4
+}
 if [ "$part" = loop ]; then
   OLD=/tmp/old_tree NEW=$PWD
   peers_and_trees "$NEW" "$OLD"
@@ -62,13 +73,7 @@ elif [ "$part" = loop2 ]; then
     done
   done
   echo "A/B at $((SECONDS - t0)) s"
-  timeout 300 $P tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py \
-    tests/test_gpu_conv_wide.py -k "bwd or backward or grad or rows or chunks or dout or shifted or seq_idx" \
-    > "$L/tests.txt" 2>&1
-  echo "tests rc=$? at $((SECONDS - t0)) s"; grep -E "^FAILED|^ERROR|passed|failed" "$L/tests.txt" | tail -n 12
-  timeout 80 compute-sanitizer --tool memcheck --print-limit 20 $P -s tests/test_gpu_causal_conv1d_bwd_paths.py \
-    -k "test_rows_chunks and (4- or 5-) and x_dtype1" > "$L/memcheck.txt" 2>&1
-  echo "memcheck rc=$? at $((SECONDS - t0)) s"; grep -hE "ERROR SUMMARY|Invalid|passed|failed" "$L/memcheck.txt" | tail -n 4
+  bwd_checks 300 80 "test_rows_chunks and (4- or 5-) and x_dtype1"
 elif [ "$part" = loop3 ] || [ "$part" = loop4 ]; then
   OLD=/tmp/old_tree NEW=$PWD
   peers_and_trees "$NEW" "$OLD"
@@ -86,13 +91,7 @@ elif [ "$part" = loop3 ] || [ "$part" = loop4 ]; then
       >> "$L/ab.txt" 2>&1
   done
   echo "A/B at $((SECONDS - t0)) s"
-  timeout 240 $P tests/test_gpu_causal_conv1d_bwd_paths.py tests/test_gpu_causal_conv1d_states.py \
-    tests/test_gpu_conv_wide.py -k "bwd or backward or grad or rows or chunks or dout or shifted or seq_idx" \
-    > "$L/tests.txt" 2>&1
-  echo "tests rc=$? at $((SECONDS - t0)) s"; grep -E "^FAILED|^ERROR|passed|failed" "$L/tests.txt" | tail -n 12
-  timeout 100 compute-sanitizer --tool memcheck --print-limit 20 $P -s tests/test_gpu_causal_conv1d_bwd_paths.py \
-    -k "(test_rows_chunks and 4- and x_dtype1) or (test_shifted_rows and 4- and x_dtype2)" > "$L/memcheck.txt" 2>&1
-  echo "memcheck rc=$? at $((SECONDS - t0)) s"; grep -hE "ERROR SUMMARY|Invalid|passed|failed" "$L/memcheck.txt" | tail -n 4
+  bwd_checks 240 100 "(test_rows_chunks and 4- and x_dtype1) or (test_shifted_rows and 4- and x_dtype2)"
 elif [ "$part" = mid ]; then
   OLD=/tmp/old_tree NEW=$PWD MID=/tmp/v1mid
   rm -rf "$MID" && mkdir -p "$MID" && cp -r aiter_lite csrc jit_config.json bench tests pyproject.toml "$MID"/
