@@ -612,8 +612,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
     };
     // Warps that walk several tiles: the lookahead of the chunk's last tile before the loop (computed in the tile,
-    // as without the loop, it spilled 100-120 bytes more at 64 registers, ptxas 13.0), that tile's vectors fetched
-    // into L2 meanwhile.
+    // as without the loop, it spilled 84-136 bytes more in the 16-bit kernels at 64 registers, ptxas 13.0), that
+    // tile's vectors fetched into L2 meanwhile.
     if constexpr (Ktraits::kLoop) {
       const vidx_t v_last = row_v0 + static_cast<vidx_t>(seg_hi - 1) * Ktraits::kTileVecs;
 #pragma unroll
