@@ -30,7 +30,7 @@
 // shuffle of the first vectors of the tile after it (prev_ahead); only the chunk's last tile loads the vector after
 // it, before the loop. Why: the kernel issued close to one instruction a cycle on each scheduler (ncu, H200: 9.2
 // cycles per instruction at 7.6 warps a scheduler) and the per-tile part was about a fifth of it (SASS: 48 issued
-// instructions an element for bf16 W = 4 with 2 vectors a lane, 39 with the loop). H200, bf16 4 x 4096 x 4096 W = 4:
+// instructions an element for bf16 W = 4 with 2 vectors a lane, 37 with the loop). H200, bf16 4 x 4096 x 4096 W = 4:
 // 139.5 -> 126.4 us (causal-conv1d 115); docs/causal_conv1d.md "Session 25". Shifted rows keep one tile a warp:
 // their loop spilled 100-230 bytes at 64 registers.
 //
