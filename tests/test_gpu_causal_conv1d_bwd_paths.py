@@ -99,6 +99,20 @@ def test_rows_whole_row_chunks():
     assert " passed" in run.stdout and "failed" not in run.stdout
 
 
+@pytest.mark.parametrize("value", ["0", "abc", "16x"])
+def test_rows_chunks_env_is_checked(value):
+    """A bad AITER_LITE_BWD_ROWS_CHUNKS fails the backward with an error naming the variable (a child process: the
+    value is read once per process). Written in session 25 after its device time was spent: first run next session."""
+    code = ("import torch, aiter_lite\n"
+            "x = torch.randn(2, 64, 1024, device='cuda', requires_grad=True)\n"
+            "w = torch.randn(64, 4, device='cuda')\n"
+            "aiter_lite.causal_conv1d(x, w).sum().backward()\n")
+    env = dict(os.environ, AITER_LITE_BWD_ROWS_CHUNKS=value)
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode != 0
+    assert "AITER_LITE_BWD_ROWS_CHUNKS" in run.stderr, run.stderr[-2000:]
+
+
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
 @pytest.mark.parametrize("width", [2, 4, 5, 8])
 def test_rows_seq_idx_padding_inside_sequences(x_dtype, w_dtype, width):
