@@ -50,7 +50,6 @@
 // the reduce kernel (64 registers, 12 bytes spilled).
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -60,6 +59,7 @@
 #include "causal_conv1d_params.h"
 #include "causal_conv1d_seq_marks.cuh"
 #include "dtype_traits.cuh"
+#include "env_int.h"
 #include "port.h"
 #include "vec.cuh"
 
@@ -843,16 +843,11 @@ int64_t lead_of(const CausalConv1dBwdParams& p) { return p.dinitial_states != nu
 // the tests of long chunks; read once per process).
 constexpr int64_t kRowsChunks = 16384;
 int64_t rows_chunks_target() {
-  static const int64_t target = [] {
-    const char* v = std::getenv("AITER_LITE_BWD_ROWS_CHUNKS");
-    if (v == nullptr || *v == '\0') return kRowsChunks;
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (*end != '\0' || n < 1 || n > (int64_t{1} << 30))
-      throw std::invalid_argument(std::string("AITER_LITE_BWD_ROWS_CHUNKS must be an integer 1..2^30, got '") + v +
-                                  "'");
-    return static_cast<int64_t>(n);
-  }();
+  static const int64_t target =
+      env_int("AITER_LITE_BWD_ROWS_CHUNKS", 1, int64_t{1} << 30, kRowsChunks, [](const char* v) {
+        throw std::invalid_argument(std::string("AITER_LITE_BWD_ROWS_CHUNKS must be an integer 1..2^30, got '") + v +
+                                    "'");
+      });
   return target;
 }
 struct RowsChunking {

@@ -26,11 +26,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
 #include "dtype_traits.cuh"
+#include "env_int.h"
 #include "matmul_common.cuh"
 #include "matmul_launch.h"
 #include "matmul_params.h"
@@ -70,16 +70,11 @@ struct SkinnyArgs {
 // kernel can run them (fewer where a block would get under 2 * kSkinnyKAlign rows or the size cannot be
 // scheduled). For experiments (bench/lab/skinny_splits.py); read once per process.
 inline int skinny_forced_splits() {
-  static const int forced = [] {
-    const char* v = std::getenv("AITER_LITE_SKINNY_SPLITS");
-    if (v == nullptr || *v == '\0') return 0;
-    char* end = nullptr;
-    const long s = std::strtol(v, &end, 10);
-    if (*end != '\0' || s < 0 || s > kSkinnyMaxSplits)
-      invalid(std::string("AITER_LITE_SKINNY_SPLITS must be an integer 0..") + std::to_string(kSkinnyMaxSplits) +
-              " (0: the cost model's choice), got '" + v + "'");
-    return static_cast<int>(s);
-  }();
+  static const int forced =
+      static_cast<int>(env_int("AITER_LITE_SKINNY_SPLITS", 0, kSkinnyMaxSplits, 0, [](const char* v) {
+        invalid(std::string("AITER_LITE_SKINNY_SPLITS must be an integer 0..") + std::to_string(kSkinnyMaxSplits) +
+                " (0: the cost model's choice), got '" + v + "'");
+      }));
   return forced;
 }
 
