@@ -21,6 +21,7 @@ import aiter_lite.ops._conv_autograd  # noqa: E402,F401  registers torch.ops.ait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/
 from common import DTYPES, graph_time_us, same_bytes_copy_us  # noqa: E402
+from conv_bwd_seq_idx_ab import packed_ids  # noqa: E402  (this script's folder, bench/lab, is on sys.path)
 
 # (dtype, B, D, L, W)
 SHAPES = [("bf16", 8, 5120, 2047, 4), ("bf16", 8, 5120, 2048, 4), ("fp16", 4, 4096, 4095, 4),
@@ -36,15 +37,6 @@ ALIGNED = [("bf16", 8, 5120, 2048, 4, 0), ("bf16", 4, 4096, 4096, 4, 0), ("fp16"
            ("bf16", 2, 1024, 1024, 4, 0), ("bf16", 4, 4096, 4096, 4, 8), ("bf16", 1, 4096, 32768, 4, 64),
            ("fp32", 4, 4096, 4096, 4, 8)]
 
-
-def packed_seq_idx(B, L, n):
-    """int32 [B, L]: n sequences of random lengths per row."""
-    if n == 0:
-        return None
-    cuts = torch.sort(torch.randperm(L - 1, device="cuda")[: n - 1] + 1).values
-    ids = torch.zeros(L, dtype=torch.int32, device="cuda")
-    ids[cuts] = 1
-    return torch.cumsum(ids, 0).to(torch.int32).expand(B, L).contiguous()
 
 
 def main():
@@ -63,7 +55,7 @@ def main():
     shapes = ALIGNED if args.set == "aligned" else [s + (0,) for s in SHAPES]
     for dt, B, D, L, W, n_seq in shapes:
         dtype = DTYPES[dt]
-        seq_idx = packed_seq_idx(B, L, n_seq)
+        seq_idx = packed_ids(B, L, n_seq, False, torch.Generator().manual_seed(L + n_seq)) if n_seq else None
         x = torch.randn(B, D, L, device="cuda").to(dtype)
         dout = torch.randn(B, D, L, device="cuda").to(dtype)
         w, b = torch.randn(D, W, device="cuda") * 0.5, torch.randn(D, device="cuda")
