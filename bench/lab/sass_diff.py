@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
 import shutil
 import subprocess
@@ -33,8 +34,10 @@ def cuobjdump() -> str:
     for site in map(Path, sys.path):
         candidate = site / "nvidia" / "cu13" / "bin" / "cuobjdump"
         if candidate.exists():
+            # cuobjdump -sass runs nvdisasm from PATH (the nvidia-cuda-nvdisasm wheel puts it beside cuobjdump)
+            os.environ["PATH"] = f"{candidate.parent}{os.pathsep}{os.environ.get('PATH', '')}"
             return str(candidate)
-    raise SystemExit("cuobjdump not found (PATH, or the nvidia-cuda-cuobjdump wheel)")
+    raise SystemExit("cuobjdump not found (PATH, or the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels)")
 
 
 def kernels_of(obj: Path, tool: str) -> dict[str, list[str]]:

@@ -165,10 +165,10 @@ __device__ __forceinline__ void window_from_words(float (&xs)[Ktraits::kHalo + K
 #pragma unroll
   for (int i = 0; i < Ktraits::kHalo; ++i) {
     const int m = Ktraits::kHaloWords * kEltsPerWord - Ktraits::kHalo + i;
-    xs[i] = to_float(word_elt<T>(halo_words[m / kEltsPerWord], m % kEltsPerWord));
+    xs[i] = word_float<T>(halo_words[m / kEltsPerWord], m % kEltsPerWord);
   }
 #pragma unroll
-  for (int i = 0; i < Ktraits::kNElts; ++i) xs[Ktraits::kHalo + i] = to_float(xv.elt[i]);
+  for (int i = 0; i < Ktraits::kNElts; ++i) xs[Ktraits::kHalo + i] = elt_float(xv, i);
 }
 
 // seq_idx: the vector's dout read as 0 at padding tokens (bits: the window's padding bits).
@@ -219,8 +219,10 @@ __device__ __forceinline__ void dpre_of_vector(float (&dp)[Ktraits::kNElts],
                                                const float (&xs)[Ktraits::kHalo + Ktraits::kNElts],
                                                const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
                                                float bias, bool silu) {
+  with_silu(silu, [&](auto k_silu) {
 #pragma unroll
-  for (int i = 0; i < kCount; ++i) dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), to_float(gv.elt[i]), silu);
+    for (int i = 0; i < kCount; ++i) dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), elt_float(gv, i), k_silu);
+  });
 }
 
 // dweight/dbias sums of a vector.
@@ -248,9 +250,11 @@ __device__ __forceinline__ void dpre_cut(float (&dp)[Ktraits::kNElts], float (&a
                                          const typename Ktraits::vec_t& gv, const float (&w)[Ktraits::kWidth],
                                          float bias, bool silu, uint32_t starts, uint32_t pads) {
   constexpr int kHalo = Ktraits::kHalo;
-  walk_cut<kHalo, kHalo + Ktraits::kNElts, Ktraits::kSeqPad - kHalo, kCount>(xs, starts, pads, [&](int i) {
-    dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), to_float(gv.elt[i]), silu);
-    if constexpr (kSums) add_sums_at<Ktraits>(acc, dp[i], xs, i);
+  with_silu(silu, [&](auto k_silu) {
+    walk_cut<kHalo, kHalo + Ktraits::kNElts, Ktraits::kSeqPad - kHalo, kCount>(xs, starts, pads, [&](int i) {
+      dp[i] = act_grad(pre_at<Ktraits>(xs, w, bias, i), elt_float(gv, i), k_silu);
+      if constexpr (kSums) add_sums_at<Ktraits>(acc, dp[i], xs, i);
+    });
   });
 }
 
