@@ -634,7 +634,15 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       ahead_from_next(n, v_next);
     }
 
-    auto tile = [&](uint32_t seg) {
+    // Tiles that hold the row's first kHalo positions or its last kHalo (an aligned row's last tile may hold a single
+    // vector, fewer elements than the halo: fp32 W = 8) or positions past the row.
+    const uint32_t tile_elts = Ktraits::kTileVecs * kNElts;
+    auto edge_tile = [&](uint32_t seg) { return seg == 0 || int64_t{seg + 1} * tile_elts + kHalo > L; };
+    // kEdge: the tile may hold the row's first positions (initial states, dinit) or its last (vectors past the row,
+    // dfinal); the other tiles of aligned rows (most of a long row) take a copy of the body without those checks
+    // (edge_tile). Shifted rows always take the checks.
+    auto tile = [&](uint32_t seg, auto edge) {
+      constexpr bool kEdge = decltype(edge)::value;
       const vidx_t v0 = row_v0 + static_cast<vidx_t>(seg) * Ktraits::kTileVecs;
 
       // 1. loads
@@ -644,8 +652,13 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       } else {
 #pragma unroll
         for (int k = 0; k < kVecs; ++k) {
-          load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
-          load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
+          if constexpr (kEdge) {
+            load_vector<Ktraits>(xv[k], xr, v0 + k * kWarpSize, a);
+            load_vector<Ktraits>(gv[k], gr, v0 + k * kWarpSize, a);
+          } else {  // inside the row
+            xv[k].load(xr + (v0 + k * kWarpSize) * kNElts);
+            gv[k].load(gr + (v0 + k * kWarpSize) * kNElts);
+          }
         }
       }
       uint32_t first_halo[kHaloWordsAlloc];
@@ -674,7 +687,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       // Aligned rows, initial states: x at the negative positions of the halo of the row's first vectors
       // (lane 0, and the next lanes too when the halo is longer than a vector: fp32 with W >= 6).
       const int64_t e0 = static_cast<int64_t>(v0) * kNElts - shift;
-      const bool near_start = !kFlat && e0 < kHalo;
+      const bool near_start = kEdge && !kFlat && e0 < kHalo;
       float init_x[kHaloAlloc];
 #pragma unroll
       for (int i = 0; i < kHaloAlloc; ++i) init_x[i] = 0.f;
@@ -742,8 +755,8 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         const vidx_t v = v0 + k * kWarpSize;
         const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
         float g[kNElts];
-        const bool at_final = a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
-        const bool at_dinit = !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
+        const bool at_final = kEdge && a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
+        const bool at_dinit = kEdge && !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
         if constexpr (kSeq) dx_cut<Ktraits>(g, dpw, w, starts[k], pads[k]);
         else dx_of_vector<Ktraits>(g, dpw, w);
         if (at_final) {
@@ -777,7 +790,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
             }
           }
         } else {
-          if (dxr != nullptr && v < a.row_vecs) {
+          if (a.dx != nullptr && (!kEdge || v < a.row_vecs)) {
             if constexpr (kUnaligned) {
               store_unaligned<Ktraits>(dxr + e, g, L - e);
             } else {
@@ -806,9 +819,12 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     };
     if constexpr (Ktraits::kLoop) {
 #pragma unroll 1
-      for (uint32_t seg = seg_hi; seg-- > seg_lo;) tile(seg);
+      for (uint32_t seg = seg_hi; seg-- > seg_lo;) {
+        if (Ktraits::kShifted || edge_tile(seg)) tile(seg, std::true_type{});
+        else if constexpr (!Ktraits::kShifted) tile(seg, std::false_type{});
+      }
     } else {
-      tile(seg_lo);
+      tile(seg_lo, std::true_type{});
     }
 
     if (a.partials.rows != nullptr) {
