@@ -87,6 +87,17 @@ def test_rows_chunks(x_dtype, w_dtype, width):
         check("contiguous", 2, 2048, 2560, width, x_dtype, w_dtype, features, segments=50)
 
 
+@pytest.mark.parametrize("width", [6, 8])
+def test_rows_chunks_short_last_tile(width):
+    """fp32 rows whose last tile holds one vector (4 positions), fewer than the W - 1 positions the final states'
+    gradient reaches back: dfinal lands in the tile before it too, which is then no inner tile (session 26: the
+    loop's inner tiles skip the row-end checks). 2 x 2048 x 2564 (two vectors a lane, tiles of 256 positions) and
+    1 x 8 x 644 (one vector a lane, tiles of 128), with and without the features."""
+    torch.manual_seed(40 + width)
+    for (b, d, length), features in itertools.product([(2, 2048, 2564), (1, 8, 644)], [False, True]):
+        check("contiguous", b, d, length, width, torch.float32, torch.float32, features, segments=5)
+
+
 def test_rows_whole_row_chunks():
     """AITER_LITE_BWD_ROWS_CHUNKS=1 (read once per process, so in a child process): every warp of the rows kernel
     walks all the tiles of its row, on the small shapes of test_rows_seq_idx too; those tests and test_rows_chunks
