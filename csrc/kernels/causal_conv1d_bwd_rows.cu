@@ -74,10 +74,6 @@ constexpr int kRowsLargeVecs = AITER_LITE_BWD_ROWS_VECS;
 #else
 constexpr int kRowsLargeVecs = 2;
 #endif
-// Blocks per SM of flat shifted rows with kRowsLargeVecs at W <= 4: 72 registers (ptxas 13.0); session 19, H100:
-// 12-17% faster than 5 on odd L, 6 between (docs/causal_conv1d.md).
-constexpr int kShiftedLargeBlocks = 7;
-
 // Rows off the vector grid (kShifted), session 19: row-relative vectors (kUnaligned; 16-bit types read through a
 // shared-memory stage and written by 32-bit stores, fp32 by element), except 16-bit W <= 2 without seq_idx, which
 // keep session 12's form (kFlat: 16-byte vectors of the flat array, masked at the row ends; H100, session 19: 0.79
@@ -104,18 +100,19 @@ struct BwdRowsTraits {
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
   static constexpr int kThreads = 128;
+  // Shifted rows take one vector a lane (bwd_rows_plan): with two, their tile loop spilled 100-230 bytes at 64
+  // registers (ptxas 13.0).
+  static_assert(!kShifted_ || kVecs_ == 1, "shifted rows: one vector a lane");
   // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for wider filters so that their windows do
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
-  // Flat shifted rows hold their masks too: 7 blocks at W <= 4 (also with 2 vectors per lane: 72 registers,
-  // timed 12-17% faster than 5 blocks in session 19); row-relative shifted rows take the aligned bounds.
+  // Flat shifted rows (W <= 2) hold their masks too: 7 blocks (72 registers; session 19, H100: 12-17% faster than 5
+  // on odd L); row-relative shifted rows take the aligned bounds.
   // seq_idx: 8 blocks at W <= 4 (session 20, H100: 371 us against 414 at 6 and 451 at 5 on bf16 1 x 4096 x 32768;
-  // 64 registers, 12 bytes spilled), 6 for shifted rows with 2 vectors a lane (8 spilled 252 bytes there).
+  // 64 registers, 12 bytes spilled).
   static constexpr int kMinBlocks =
-      kSeq_ ? (kWidth_ <= 4 ? (kShifted_ && kVecs_ >= 2 ? 6 : 8) : (kVecs_ >= 2 ? 4 : (kWidth_ <= 6 ? 5 : 4)))
-      : kFlat
-          ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
-                         : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
-                  : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
+      kSeq_ ? (kWidth_ <= 4 ? 8 : (kVecs_ >= 2 ? 4 : (kWidth_ <= 6 ? 5 : 4)))
+      : kFlat ? 7
+              : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
   static constexpr int kVecs = kVecs_;
@@ -929,11 +926,9 @@ void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, con
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       const bool large = plan.vecs_per_lane == kRowsLargeVecs;
       if (plan.shifted && plan.seq) {
-        if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true, true>(p, w, partials, seq_starts, stream);
-        else bwd_rows_launch<scalar_t, kW, 1, true, true>(p, w, partials, seq_starts, stream);
+        bwd_rows_launch<scalar_t, kW, 1, true, true>(p, w, partials, seq_starts, stream);
       } else if (plan.shifted) {
-        if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true, false>(p, w, partials, nullptr, stream);
-        else bwd_rows_launch<scalar_t, kW, 1, true, false>(p, w, partials, nullptr, stream);
+        bwd_rows_launch<scalar_t, kW, 1, true, false>(p, w, partials, nullptr, stream);
       } else if (plan.seq) {
         if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, false, true>(p, w, partials, seq_starts, stream);
         else bwd_rows_launch<scalar_t, kW, 1, false, true>(p, w, partials, seq_starts, stream);
@@ -977,14 +972,11 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
     if (large && efficiency(false, kRowsLargeVecs * kWarpSize) >= 0.75) plan.vecs_per_lane = kRowsLargeVecs;
     else if (efficiency(false, kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   }
-  // Shifted rows (odd L, or rows that tile badly) while at least 40% of the lanes work: L = 129 bf16 is
-  // about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
-  if (plan.vecs_per_lane == 0 && fits(true)) {
+  // Shifted rows (odd L, or rows that tile badly), one vector a lane (BwdRowsTraits), while at least 40% of the
+  // lanes work: L = 129 bf16 is about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
+  if (plan.vecs_per_lane == 0 && fits(true) && efficiency(true, kWarpSize) >= 0.4) {
     plan.shifted = true;
-    if (large && efficiency(true, kRowsLargeVecs * kWarpSize) >= 0.75)
-      plan.vecs_per_lane = kRowsLargeVecs;
-    else if (efficiency(true, kWarpSize) >= 0.4) plan.vecs_per_lane = 1;
-    else plan.shifted = false;
+    plan.vecs_per_lane = 1;
   }
   plan.seq = seq && plan.vecs_per_lane > 0;
   if (plan.seq) plan.seq_start_words = seq_workspace_words(B, L);
