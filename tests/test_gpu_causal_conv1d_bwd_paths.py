@@ -40,14 +40,15 @@ def make(layout, b, d, length, dtype):
     return random_normal((b, d, length), dtype, DEV)
 
 
-def check(layout, b, d, length, width, x_dtype, w_dtype, features, segments=3):
+def check(layout, b, d, length, width, x_dtype, w_dtype, features, segments=3, seq_idx=True):
+    """features: initial and final states, and seq_idx unless seq_idx=False."""
     tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
     x = make(layout, b, d, length, x_dtype)
     w, bias = random_normal((d, width), w_dtype, DEV), random_normal((d,), w_dtype, DEV)
     poison_allocator(x.numel() * x.element_size())
     if features:
         init = make_states(b, d, width, x_dtype, DEV, "channel_last" if layout != "contiguous" else "contiguous")
-        seq = packed_seq_idx(b, length, DEV, segments)
+        seq = packed_seq_idx(b, length, DEV, segments) if seq_idx else None
         grads_vs_reference(x, w, bias, "silu", initial_states=init, seq_idx=seq, final_states=True, dtype_tol=tol)
     else:
         grads_vs_reference(x, w, bias, "silu", dtype_tol=tol)
@@ -57,8 +58,9 @@ def check(layout, b, d, length, width, x_dtype, w_dtype, features, segments=3):
 @pytest.mark.parametrize("width", range(1, 9))
 def test_shifted_rows(x_dtype, w_dtype, width):
     """Rows off the 16-byte grid (row-relative vectors since session 19): odd lengths, rows of a vector or two
-    (L = 2W + 1), and a call large enough for two vectors a lane (1 x 40 x 30001); with the features (states and
-    seq_idx, which shifted rows take since session 20) and without."""
+    (L = 2W + 1), and a call large enough for two vectors a lane on aligned rows (1 x 40 x 30001; shifted rows take
+    one, in chunks of 2 or 3 tiles); with the features (states and seq_idx, which shifted rows take since session
+    20) and without."""
     torch.manual_seed(width)
     shapes = [(3, 5, 131), (2, 7, 777), (2, 3, 1000), (1, 9, 64), (4, 6, 2 * width + 1), (1, 40, 30001)]
     for (b, d, length), features in itertools.product(shapes, [False, True]):
@@ -98,14 +100,27 @@ def test_rows_chunks_short_last_tile(width):
         check("contiguous", b, d, length, width, torch.float32, torch.float32, features, segments=5)
 
 
+@pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8])
+def test_shifted_rows_chunks(x_dtype, w_dtype, width):
+    """Shifted rows (odd L) whose warps walk several tiles each, as aligned rows do: 2 x 2048 x 2561 has 11 tiles a
+    row in 16-bit and 21 in fp32 (one vector a lane), split 3 + 3 + 3 + 2 and 6 + 6 + 6 + 3 at the default chunk
+    count. Without the features (16-bit W <= 2: the flat-array form), with the states alone (flat rows then start W - 1
+    before the row, for dinit) and with states and seq_idx (row-relative vectors)."""
+    torch.manual_seed(40 + width)
+    check("contiguous", 2, 2048, 2561, width, x_dtype, w_dtype, False)
+    check("contiguous", 2, 2048, 2561, width, x_dtype, w_dtype, True, seq_idx=False)
+    check("contiguous", 2, 2048, 2561, width, x_dtype, w_dtype, True, segments=50)
+
+
 def test_rows_whole_row_chunks():
     """AITER_LITE_BWD_ROWS_CHUNKS=1 (read once per process, so in a child process): every warp of the rows kernel
-    walks all the tiles of its row, on the small shapes of test_rows_seq_idx too; those tests and test_rows_chunks
-    pass there."""
+    walks all the tiles of its row, on the small shapes of test_rows_seq_idx and test_shifted_rows too; those tests,
+    test_rows_chunks and test_shifted_rows_chunks pass there."""
     env = dict(os.environ, AITER_LITE_BWD_ROWS_CHUNKS="1")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-m", "gpu", "-p", "no:cacheprovider", __file__,
-                          "-k", "test_rows_chunks or test_rows_seq_idx"], env=env, capture_output=True, text=True,
-                         timeout=900)
+                          "-k", "test_rows_chunks or test_rows_seq_idx or test_shifted_rows"], env=env,
+                         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
 

@@ -94,9 +94,9 @@ __device__ __forceinline__ float load_state(const void* ptr, int64_t b, int64_t 
 
 // Workspace partial rows each path writes (0: the path writes dweight/dbias itself).
 struct BwdRowsPlan {
-  int vecs_per_lane = 0;  // 0: the rows kernel does not take this call; else 1 or 2
-  bool shifted = false;   // rows off the 16-byte grid (odd L): masked vectors of the flat array
-  bool seq = false;       // seq_idx (aligned rows): masks only where a sequence starts
+  int vecs_per_lane = 0;  // 0: the rows kernel does not take this call; else 1 or 2 (2: aligned rows only)
+  bool shifted = false;   // rows off the 16-byte grid (odd L)
+  bool seq = false;       // seq_idx: masks only where a sequence starts
   int64_t partial_rows = 0;
   int64_t seq_start_words = 0;  // seq: 32-bit words of sequence marks in the workspace (after the partials)
 };

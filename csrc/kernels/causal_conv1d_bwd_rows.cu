@@ -24,15 +24,15 @@
 //      dx is written with one 16-byte store; dfinal and dinit touch only the row's two ends.
 // The tile's dweight/dbias sums are reduced over the warp and written to its partial row.
 //
-// Chunks (session 25, aligned rows): a warp walks a chunk of consecutive tiles of one row from the last down
+// Chunks (session 25): a warp walks a chunk of consecutive tiles of one row from the last down
 // (rows_chunking: about 16384 chunks in all, at least 2 tiles each where the row has them), so the row's setup, the
 // weights and the partial row come once a chunk, and a tile's lookahead (step 1's vector after it) is the carried
 // shuffle of the first vectors of the tile after it (prev_ahead); only the chunk's last tile loads the vector after
 // it, before the loop. Why: the kernel issued close to one instruction a cycle on each scheduler (ncu, H200: 9.2
 // cycles per instruction at 7.6 warps a scheduler) and the per-tile part was about a fifth of it (SASS: 48 issued
 // instructions an element for bf16 W = 4 with 2 vectors a lane, 37 with the loop). H200, bf16 4 x 4096 x 4096 W = 4:
-// 139.5 -> 126.4 us (causal-conv1d 115); docs/causal_conv1d.md "Session 25". Shifted rows keep one tile a warp:
-// their loop spilled 100-230 bytes at 64 registers.
+// 139.5 -> 126.4 us (causal-conv1d 115); docs/causal_conv1d.md "Session 25". Shifted rows walk chunks too, with one
+// vector a lane (with two, their loop spilled 100-230 bytes at 64 registers, ptxas 13.0; not timed yet).
 //
 // seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel
 // (causal_conv1d_seq_marks.cuh, shared with the forward) writes two bits per position to the workspace, "a new
@@ -74,10 +74,6 @@ constexpr int kRowsLargeVecs = AITER_LITE_BWD_ROWS_VECS;
 #else
 constexpr int kRowsLargeVecs = 2;
 #endif
-// Blocks per SM of flat shifted rows with kRowsLargeVecs at W <= 4: 72 registers (ptxas 13.0); session 19, H100:
-// 12-17% faster than 5 on odd L, 6 between (docs/causal_conv1d.md).
-constexpr int kShiftedLargeBlocks = 7;
-
 // Rows off the vector grid (kShifted), session 19: row-relative vectors (kUnaligned; 16-bit types read through a
 // shared-memory stage and written by 32-bit stores, fp32 by element), except 16-bit W <= 2 without seq_idx, which
 // keep session 12's form (kFlat: 16-byte vectors of the flat array, masked at the row ends; H100, session 19: 0.79
@@ -91,9 +87,6 @@ struct BwdRowsTraits {
   static constexpr bool kShifted = kShifted_;
   static constexpr bool kFlat = kShifted_ && flat_shifted_rows(sizeof(T_), kWidth_, kSeq_);
   static constexpr bool kUnaligned = kShifted_ && !kFlat;  // row-relative vectors
-  // A warp walks several tiles of a row (rows_chunking) on aligned rows; shifted rows keep one tile a warp (their
-  // loop spilled 100-230 bytes at 64 registers, ptxas 13.0).
-  static constexpr bool kLoop = !kShifted_;
   // 16-bit unaligned rows read x and dout through a per-warp shared-memory stage (load_staged): the tile's flat
   // 16-byte vectors (coalesced loads) at a 5-word stride, from which each lane reads its row vector's 5 words
   // (an odd stride: no bank conflicts). kStageWords: one tensor's stage, kVecs * kWarpSize + 1 vectors.
@@ -104,18 +97,20 @@ struct BwdRowsTraits {
   static constexpr int kHalo = kWidth - 1;
   static constexpr int kHaloAlloc = kHalo > 0 ? kHalo : 1;
   static constexpr int kThreads = 128;
+  // Shifted rows take one vector a lane (bwd_rows_plan): with two, their tile loop spilled 100-230 bytes at 64
+  // registers (ptxas 13.0).
+  static_assert(!kShifted_ || kVecs_ == 1, "shifted rows: one vector a lane");
   // Blocks per SM: 8 (<= 64 registers) for W <= 4, fewer for wider filters so that their windows do
   // not spill (ptxas 13.0, sm_90a: 64 registers spilled 4-164 bytes at W >= 6, or W = 5 fp32 with 2 vectors).
-  // Flat shifted rows hold their masks too: 7 blocks at W <= 4 (also with 2 vectors per lane: 72 registers,
-  // timed 12-17% faster than 5 blocks in session 19); row-relative shifted rows take the aligned bounds.
+  // Flat shifted rows (W <= 2) hold their masks too: 7 blocks (72 registers; session 19, H100: 12-17% faster than 5
+  // on odd L); so do staged rows at W = 4, whose tile loop spilled 32 bytes at 64 registers (96 with seq_idx) and
+  // none at 72 (ptxas 13.0; not timed). Other row-relative shifted rows take the aligned bounds.
   // seq_idx: 8 blocks at W <= 4 (session 20, H100: 371 us against 414 at 6 and 451 at 5 on bf16 1 x 4096 x 32768;
-  // 64 registers, 12 bytes spilled), 6 for shifted rows with 2 vectors a lane (8 spilled 252 bytes there).
+  // 64 registers, 12 bytes spilled).
   static constexpr int kMinBlocks =
-      kSeq_ ? (kWidth_ <= 4 ? (kShifted_ && kVecs_ >= 2 ? 6 : 8) : (kVecs_ >= 2 ? 4 : (kWidth_ <= 6 ? 5 : 4)))
-      : kFlat
-          ? (kVecs_ >= 2 ? (kWidth_ <= 4 ? kShiftedLargeBlocks : kWidth_ <= 6 ? 5 : 4)
-                         : (kWidth_ <= 4 ? 7 : (kWidth_ <= 6 ? 6 : 5)))
-                  : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
+      kFlat || (kStaged && kWidth_ == 4) ? 7
+      : kSeq_ ? (kWidth_ <= 4 ? 8 : (kVecs_ >= 2 ? 4 : (kWidth_ <= 6 ? 5 : 4)))
+              : (kVecs_ >= 4 ? (kWidth_ <= 4 ? 5 : 4) : (kWidth_ <= 4 ? 8 : (kWidth_ <= 6 ? 6 : 5)));
   static constexpr int kWarps = kThreads / kWarpSize;
   static constexpr int kNElts = kVecElts<T>;
   static constexpr int kVecs = kVecs_;
@@ -519,7 +514,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     uint32_t d;
     const uint32_t b = a.div_dim.divmod(d, row);
     const uint32_t seg_lo = c * a.tiles_per_chunk;
-    const uint32_t seg_hi = Ktraits::kLoop ? min(seg_lo + a.tiles_per_chunk, a.tiles_per_row) : seg_lo + 1;
+    const uint32_t seg_hi = min(seg_lo + a.tiles_per_chunk, a.tiles_per_row);
     const int64_t row_off = static_cast<int64_t>(row) * L;
     // Vector v of this lane starts at base + v * kNElts, which is position v * kNElts - shift of the row
     // (64-bit vector indices only for the flat array of shifted rows).
@@ -549,45 +544,51 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     float acc[kW + 1];
 #pragma unroll
     for (int j = 0; j <= kW; ++j) acc[j] = 0.f;
-    // The vector after a tile (lanes < kAheadLanes; zeros past the row's vectors), its halo words and, with seq_idx,
-    // its window's marks: loaded by load_next, turned into prev_ahead by ahead_from_next.
-    struct Next {
-      vec_t x, g;
-      uint32_t halo[kHaloWordsAlloc];
-      WindowMarks marks;
-      bool has;
-    };
-    auto load_next = [&](Next& n, vidx_t v_next) {
-      n.has = lane < Ktraits::kAheadLanes && (kFlat || v_next < a.row_vecs);
-      if (n.has) {
-        load_vector<Ktraits>(n.x, xr, v_next, a);
-        load_vector<Ktraits>(n.g, gr, v_next, a);
-#pragma unroll
-        for (int h = 1; h <= kHaloWords; ++h) n.halo[kHaloWords - h] = load_word<Ktraits>(xr_words, v_next * 4 - h, a);
-      } else {
-        n.x.set_zero();
-        n.g.set_zero();
-#pragma unroll
-        for (int h = 0; h < kHaloWordsAlloc; ++h) n.halo[h] = 0u;
-      }
-      n.marks = WindowMarks{0u, 0u, 0u};
-      if constexpr (kSeq)
-        if (n.has)
-          n.marks = window_marks<Ktraits::kSeqPad, Ktraits::kSeqLen>(row_marks, a.seq_words, int64_t{v_next} * kNElts);
-    };
     // prev_ahead[m]: dpre at kNElts + m after the start of the lane's last vector in the tile, where lane + q >= 32
-    // (q = 1 + m / kNElts): in the first vectors of lane + q - 32 in the tile after (or past the chunk). Only the
-    // first kHalo elements of the vector after are ever read.
+    // (q = 1 + m / kNElts): in the first vectors of lane + q - 32 in the tile after. The tiles of the chunk but its
+    // last take it from the tile after (step 3); the last computes it here, before the loop (in the tile, as with one
+    // tile a warp, it spilled 84-136 bytes more in the 16-bit kernels at 64 registers, ptxas 13.0), from the vector
+    // after it (lanes < kAheadLanes; zeros past the row's vectors, masked past the row's end on flat rows), its halo
+    // words and, with seq_idx, its window's marks. Only its first kHalo elements are ever read. The last tile's
+    // vectors are fetched into L2 meanwhile.
     float prev_ahead[kHaloAlloc];
-    auto ahead_from_next = [&](Next& n, vidx_t v_next) {
+    {
+      const vidx_t v_last = row_v0 + static_cast<vidx_t>(seg_hi - 1) * Ktraits::kTileVecs;
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) {
+        const vidx_t v = v_last + k * kWarpSize;
+        if (kFlat ? v >= 0 && v * kNElts < a.n_elts : v < a.row_vecs) {
+          prefetch_l2(xr + v * kNElts);
+          prefetch_l2(gr + v * kNElts);
+        }
+      }
+      const vidx_t v_next = v_last + kVecs * kWarpSize;
+      const bool has = lane < Ktraits::kAheadLanes && (kFlat || v_next < a.row_vecs);
+      vec_t nx, ng;
+      uint32_t halo[kHaloWordsAlloc];
+      WindowMarks marks{0u, 0u, 0u};
+      if (has) {
+        load_vector<Ktraits>(nx, xr, v_next, a);
+        load_vector<Ktraits>(ng, gr, v_next, a);
+#pragma unroll
+        for (int h = 1; h <= kHaloWords; ++h) halo[kHaloWords - h] = load_word<Ktraits>(xr_words, v_next * 4 - h, a);
+        if constexpr (kSeq)
+          marks = window_marks<Ktraits::kSeqPad, Ktraits::kSeqLen>(row_marks, a.seq_words, int64_t{v_next} * kNElts);
+      } else {
+        nx.set_zero();
+        ng.set_zero();
+#pragma unroll
+        for (int h = 0; h < kHaloWordsAlloc; ++h) halo[h] = 0u;
+      }
+      load_weight_block<1, kW>(w2, bias2, a.w, d);
       constexpr int kNextElts = kHalo < kNElts ? kHalo : kNElts;
       float dp_next[kNElts] = {};
       if (kNextElts > 0) {
         float xs[kHalo + kNElts];
-        window_from_words<Ktraits>(xs, n.halo, n.x);
+        window_from_words<Ktraits>(xs, halo, nx);
         const int64_t e = static_cast<int64_t>(v_next) * kNElts - shift;
-        // Shifted rows: only the lanes < kAheadLanes use it, so the warp masks (one branch for all) only where
-        // their vectors cross the row's ends.
+        // Flat rows: only the lanes < kAheadLanes use it, so the warp masks (one branch for all) only where their
+        // vectors cross the row's ends.
         [[maybe_unused]] bool ahead_cross = false;
         if constexpr (kFlat) {
           const int64_t e_ahead = e - static_cast<int64_t>(lane) * kNElts;  // lane 0's next vector
@@ -595,15 +596,15 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
           if (ahead_cross) mask_window<Ktraits>(xs, e, b, d, a);
         }
         if constexpr (kSeq) {
-          zero_padding<Ktraits>(n.g, n.marks.pads);
+          zero_padding<Ktraits>(ng, marks.pads);
           float unused[kW + 1];
-          dpre_cut<Ktraits, kNextElts, false>(dp_next, unused, xs, n.g, w, bias, a.silu, n.marks.starts, n.marks.pads);
+          dpre_cut<Ktraits, kNextElts, false>(dp_next, unused, xs, ng, w, bias, a.silu, marks.starts, marks.pads);
         } else {
-          dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, n.g, w, bias, a.silu);
+          dpre_of_vector<Ktraits, kNextElts>(dp_next, xs, ng, w, bias, a.silu);
         }
         if constexpr (kFlat)
           if (ahead_cross) mask_dpre<Ktraits>(dp_next, e, L);
-        if (!n.has) {
+        if (!has) {
 #pragma unroll
           for (int i = 0; i < kNElts; ++i) dp_next[i] = 0.f;
         }
@@ -614,24 +615,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         prev_ahead[m] =
             __uint_as_float(warp_shfl(__float_as_uint(dp_next[m % kNElts]), (lane + q) & (kWarpSize - 1)));
       }
-    };
-    // Warps that walk several tiles: the lookahead of the chunk's last tile before the loop (computed in the tile,
-    // as without the loop, it spilled 84-136 bytes more in the 16-bit kernels at 64 registers, ptxas 13.0), that
-    // tile's vectors fetched into L2 meanwhile.
-    if constexpr (Ktraits::kLoop) {
-      const vidx_t v_last = row_v0 + static_cast<vidx_t>(seg_hi - 1) * Ktraits::kTileVecs;
-#pragma unroll
-      for (int k = 0; k < kVecs; ++k) {
-        if (v_last + k * kWarpSize < a.row_vecs) {
-          prefetch_l2(xr + (v_last + k * kWarpSize) * kNElts);
-          prefetch_l2(gr + (v_last + k * kWarpSize) * kNElts);
-        }
-      }
-      Next n;
-      const vidx_t v_next = v_last + kVecs * kWarpSize;
-      load_next(n, v_next);
-      load_weight_block<1, kW>(w2, bias2, a.w, d);
-      ahead_from_next(n, v_next);
     }
 
     // Tiles that hold the row's first kHalo positions or its last kHalo (an aligned row's last tile may hold a single
@@ -665,13 +648,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
       for (int h = 1; h <= kHaloWords; ++h)
         first_halo[h - 1] = lane < (h + 3) / 4 ? load_word<Ktraits>(xr_words, v0 * 4 - h, a) : 0u;
-      // One tile a warp: the vector after it, loaded with the tile.
-      [[maybe_unused]] Next next;
-      const vidx_t v_next = v0 + kVecs * kWarpSize;
-      if constexpr (!Ktraits::kLoop) {
-        load_next(next, v_next);
-        load_weight_block<1, kW>(w2, bias2, a.w, d);
-      }
       // seq_idx: the marks of each vector's window (kSeq), loaded with the data.
       uint32_t starts[kSeq ? kVecs : 1], pads[kSeq ? kVecs : 1];
       if constexpr (kSeq) {
@@ -698,8 +674,6 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
             init_x[i] = load_state<T>(a.st.init, b, d, e0 + i, a.st.init_batch_stride, a.st.init_dim_stride,
                                       a.st.init_seq_stride);
       }
-
-      if constexpr (!Ktraits::kLoop) ahead_from_next(next, v_next);
 
       // 2. ascending: dpre of every vector, dweight/dbias sums
       float dp[kVecs][kNElts];
@@ -817,14 +791,10 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
         }
       }
     };
-    if constexpr (Ktraits::kLoop) {
 #pragma unroll 1
-      for (uint32_t seg = seg_hi; seg-- > seg_lo;) {
-        if (Ktraits::kShifted || edge_tile(seg)) tile(seg, std::true_type{});
-        else if constexpr (!Ktraits::kShifted) tile(seg, std::false_type{});
-      }
-    } else {
-      tile(seg_lo, std::true_type{});
+    for (uint32_t seg = seg_hi; seg-- > seg_lo;) {
+      if (Ktraits::kShifted || edge_tile(seg)) tile(seg, std::true_type{});
+      else if constexpr (!Ktraits::kShifted) tile(seg, std::false_type{});
     }
 
     if (a.partials.rows != nullptr) {
@@ -846,7 +816,7 @@ int64_t row_vecs_of(int64_t L, int64_t n_elts, bool unaligned) {
 }
 
 // Tiles per row: row_vecs_of's vectors; flat shifted rows at most (lead + L + 2 kNElts - 2) / kNElts,
-// whatever the row's offset in the vector grid (every row gets the same count, so each (row, tile) writes
+// whatever the row's offset in the vector grid (every row gets the same count, so the same chunks, each writing
 // exactly one partial row, all-zero tiles included).
 int64_t tiles_per_row_of(int64_t L, int64_t lead, int64_t n_elts, int64_t width, bool shifted, bool seq,
                          int64_t tile_vecs) {
@@ -873,8 +843,7 @@ int64_t rows_chunks_target() {
 struct RowsChunking {
   int64_t tiles_per_chunk, chunks_per_row;
 };
-RowsChunking rows_chunking(int64_t rows, int64_t tiles_per_row, bool shifted) {  // rows, tiles_per_row >= 1
-  if (shifted) return RowsChunking{1, tiles_per_row};  // BwdRowsTraits::kLoop
+RowsChunking rows_chunking(int64_t rows, int64_t tiles_per_row) {  // rows, tiles_per_row >= 1
   // At least kMinChunkTiles tiles a chunk where the row has them: a chunk's first tile waits for the lookahead's
   // loads first (H200, session 25, bf16 4 x 512 x 2048: 17.5 us with one tile a chunk, 15.9 with 2, 18.1 with 4
   // (fewer warps); 16.3 without the loop).
@@ -912,7 +881,7 @@ void bwd_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, const 
   a.n_elts = p.batch * p.dim * p.seqlen;
   const int64_t tiles_per_row =
       tiles_per_row_of(p.seqlen, a.lead, Ktraits::kNElts, kW, kShifted, kSeq, Ktraits::kTileVecs);
-  const RowsChunking chunking = rows_chunking(p.batch * p.dim, tiles_per_row, kShifted);
+  const RowsChunking chunking = rows_chunking(p.batch * p.dim, tiles_per_row);
   const int64_t n_chunks = p.batch * p.dim * chunking.chunks_per_row;  // < 2^31: bwd_rows_plan checked the tiles
   a.n_chunks = static_cast<uint32_t>(n_chunks);
   a.tiles_per_row = static_cast<uint32_t>(tiles_per_row);
@@ -949,11 +918,9 @@ void bwd_rows_shard(const CausalConv1dBwdParams& p, const BwdRowsPlan& plan, con
     AITER_LITE_CONV_WIDTH_SWITCH(p.width, kW, [&] {
       const bool large = plan.vecs_per_lane == kRowsLargeVecs;
       if (plan.shifted && plan.seq) {
-        if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true, true>(p, w, partials, seq_starts, stream);
-        else bwd_rows_launch<scalar_t, kW, 1, true, true>(p, w, partials, seq_starts, stream);
+        bwd_rows_launch<scalar_t, kW, 1, true, true>(p, w, partials, seq_starts, stream);
       } else if (plan.shifted) {
-        if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, true, false>(p, w, partials, nullptr, stream);
-        else bwd_rows_launch<scalar_t, kW, 1, true, false>(p, w, partials, nullptr, stream);
+        bwd_rows_launch<scalar_t, kW, 1, true, false>(p, w, partials, nullptr, stream);
       } else if (plan.seq) {
         if (large) bwd_rows_launch<scalar_t, kW, kRowsLargeVecs, false, true>(p, w, partials, seq_starts, stream);
         else bwd_rows_launch<scalar_t, kW, 1, false, true>(p, w, partials, seq_starts, stream);
@@ -997,21 +964,17 @@ BwdRowsPlan bwd_rows_plan(const CausalConv1dBwdParams& p) {
     if (large && efficiency(false, kRowsLargeVecs * kWarpSize) >= 0.75) plan.vecs_per_lane = kRowsLargeVecs;
     else if (efficiency(false, kWarpSize) >= 0.75) plan.vecs_per_lane = 1;
   }
-  // Shifted rows (odd L, or rows that tile badly) while at least 40% of the lanes work: L = 129 bf16 is
-  // about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
-  if (plan.vecs_per_lane == 0 && fits(true)) {
+  // Shifted rows (odd L, or rows that tile badly), one vector a lane (BwdRowsTraits), while at least 40% of the
+  // lanes work: L = 129 bf16 is about 50%; shorter rows go to the tile kernel, which packs several rows into a block.
+  if (plan.vecs_per_lane == 0 && fits(true) && efficiency(true, kWarpSize) >= 0.4) {
     plan.shifted = true;
-    if (large && efficiency(true, kRowsLargeVecs * kWarpSize) >= 0.75)
-      plan.vecs_per_lane = kRowsLargeVecs;
-    else if (efficiency(true, kWarpSize) >= 0.4) plan.vecs_per_lane = 1;
-    else plan.shifted = false;
+    plan.vecs_per_lane = 1;
   }
   plan.seq = seq && plan.vecs_per_lane > 0;
   if (plan.seq) plan.seq_start_words = seq_workspace_words(B, L);
   if (plan.vecs_per_lane > 0)
     plan.partial_rows =
-        B * rows_chunking(B * D, tiles_per_row(plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize), plan.shifted)
-                .chunks_per_row;
+        B * rows_chunking(B * D, tiles_per_row(plan.shifted, int64_t{plan.vecs_per_lane} * kWarpSize)).chunks_per_row;
   return plan;
 }
 
