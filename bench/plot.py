@@ -109,6 +109,9 @@ def main(argv=None) -> None:
     data = read_run(args.src)
     if args.run:
         data["records"] = [r for r in data["records"] if str(r.get("run", "")).startswith(args.run)]
+        copies = {r["run_copy_tbps"] for r in data["records"] if "run_copy_tbps" in r}
+        if len(copies) == 1:  # one run kept: its own copy line
+            data["copy_tbps"] = copies.pop()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     plotters = {"conv": plot_conv, "conv_bwd": plot_conv_bwd, "matmul": plot_matmul, "matmul_ratio": plot_matmul_ratio}
     xlabel, ylabel, what = plotters[args.op](data, ax)

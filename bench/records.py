@@ -78,6 +78,8 @@ def read_run(path) -> dict:
     records = []
     for g in doc["runs"]:
         tags = {k: g[k] for k in ("date", "run") if k in g}
+        if "copy_tbps" in g.get("meta", {}):  # a later run's own copy ceiling (the file's is its first run's)
+            tags["run_copy_tbps"] = g["meta"]["copy_tbps"]
         records += [{**{c: v for c, v in zip(g["columns"], row) if v is not None}, **tags} for row in g["rows"]]
     return {**{k: v for k, v in doc.items() if k != "runs"}, "records": records}
 

@@ -32,7 +32,11 @@
 // cycles per instruction at 7.6 warps a scheduler) and the per-tile part was about a fifth of it (SASS: 48 issued
 // instructions an element for bf16 W = 4 with 2 vectors a lane, 37 with the loop). H200, bf16 4 x 4096 x 4096 W = 4:
 // 139.5 -> 126.4 us (causal-conv1d 115); docs/causal_conv1d.md "Session 25". Shifted rows walk chunks too, with one
-// vector a lane (with two, their loop spilled 100-230 bytes at 64 registers, ptxas 13.0; not timed yet).
+// vector a lane (with two, their loop spilled 100-230 bytes at 64 registers, ptxas 13.0); session 26, H200: large odd
+// rows 5-19% faster than with two vectors and no loop, rows of one to three tiles 1-6% slower.
+// Session 26 also cut instructions in the tile (about 34 an element for bf16 W = 4): bf16 widened by one shift or
+// mask (word_float), one SiLU branch a vector (with_silu), and the loop's inner tiles take a copy of the tile
+// without the row-end checks (kInnerTiles); bf16 4 x 4096 x 4096 W = 4 126.8 -> 121.5 us, W = 8 176.8 -> 154.1.
 //
 // seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel
 // (causal_conv1d_seq_marks.cuh, shared with the forward) writes two bits per position to the workspace, "a new
