@@ -683,120 +683,136 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
                                       a.st.init_seq_stride);
       }
 
-      // 2. ascending: dpre of every vector, dweight/dbias sums
-      float dp[kVecs][kNElts];
-      uint32_t prev_shfl[kHaloWordsAlloc] = {};
+      // Steps 2 and 3; kCut: the windows cut at the sequence starts (seq_idx), else the plain taps.
+      auto compute = [&](auto cut) {
+        constexpr bool kCut = kSeq && decltype(cut)::value;
+        // 2. ascending: dpre of every vector, dweight/dbias sums
+        float dp[kVecs][kNElts];
+        uint32_t prev_shfl[kHaloWordsAlloc] = {};
 #pragma unroll
-      for (int k = 0; k < kVecs; ++k) {
-        uint32_t halo_words[kHaloWordsAlloc];
+        for (int k = 0; k < kVecs; ++k) {
+          uint32_t halo_words[kHaloWordsAlloc];
 #pragma unroll
-        for (int h = 1; h <= kHaloWords; ++h) {
-          const int p = (h + 3) / 4;
-          const uint32_t s = warp_shfl(xv[k].word(3 - (h - 1) % 4), (lane - p) & (kWarpSize - 1));
-          halo_words[kHaloWords - h] = lane >= p ? s : (k == 0 ? first_halo[h - 1] : prev_shfl[h - 1]);
-          prev_shfl[h - 1] = s;
-        }
-        float xs[kHalo + kNElts];
-        window_from_words<Ktraits>(xs, halo_words, xv[k]);
-        const int64_t e = e0 + int64_t{k} * kWarpSize * kNElts;
-        // Shifted rows: only a vector whose window crosses the row's ends is masked (most are inside).
-        [[maybe_unused]] const bool inside = e - kHalo >= 0 && e + kNElts <= L;
-        if constexpr (kFlat)
-          if (!inside) mask_window<Ktraits>(xs, e, b, d, a);
-        if (k == 0 && near_start) {
-#pragma unroll
-          for (int i = 0; i < kHalo; ++i)
-            if (e0 + i < kHalo) xs[i] = init_x[i];
-        }
-        if constexpr (kSeq) {  // every vector cut at its starts (the file comment says why)
-          dpre_cut<Ktraits>(dp[k], acc, xs, gv[k], w, bias, a.silu, starts[k], pads[k]);
-        } else {
-          dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
+          for (int h = 1; h <= kHaloWords; ++h) {
+            const int p = (h + 3) / 4;
+            const uint32_t s = warp_shfl(xv[k].word(3 - (h - 1) % 4), (lane - p) & (kWarpSize - 1));
+            halo_words[kHaloWords - h] = lane >= p ? s : (k == 0 ? first_halo[h - 1] : prev_shfl[h - 1]);
+            prev_shfl[h - 1] = s;
+          }
+          float xs[kHalo + kNElts];
+          window_from_words<Ktraits>(xs, halo_words, xv[k]);
+          const int64_t e = e0 + int64_t{k} * kWarpSize * kNElts;
+          // Shifted rows: only a vector whose window crosses the row's ends is masked (most are inside).
+          [[maybe_unused]] const bool inside = e - kHalo >= 0 && e + kNElts <= L;
           if constexpr (kFlat)
-            if (!inside) mask_dpre<Ktraits>(dp[k], e, L);
-          sums_of_vector<Ktraits>(acc, dp[k], xs);
+            if (!inside) mask_window<Ktraits>(xs, e, b, d, a);
+          if (k == 0 && near_start) {
+#pragma unroll
+            for (int i = 0; i < kHalo; ++i)
+              if (e0 + i < kHalo) xs[i] = init_x[i];
+          }
+          if constexpr (kCut) {  // every vector cut at its starts (the file comment says why)
+            dpre_cut<Ktraits>(dp[k], acc, xs, gv[k], w, bias, a.silu, starts[k], pads[k]);
+          } else {
+            dpre_of_vector<Ktraits>(dp[k], xs, gv[k], w, bias, a.silu);
+            if constexpr (kFlat)
+              if (!inside) mask_dpre<Ktraits>(dp[k], e, L);
+            sums_of_vector<Ktraits>(acc, dp[k], xs);
+          }
         }
-      }
 
-      // 3. descending: dx. Each step shuffles the dpre after its vectors from lane + q; lanes with lane + q >= 32
-      // take prev_ahead, and the step leaves the shuffled values there for the step before (after the first
-      // vectors: the tile before's prev_ahead).
-      T* __restrict__ dxr = a.dx != nullptr ? static_cast<T*>(a.dx) + base_off : nullptr;
+        // 3. descending: dx. Each step shuffles the dpre after its vectors from lane + q; lanes with lane + q >= 32
+        // take prev_ahead, and the step leaves the shuffled values there for the step before (after the first
+        // vectors: the tile before's prev_ahead).
+        T* __restrict__ dxr = a.dx != nullptr ? static_cast<T*>(a.dx) + base_off : nullptr;
 #pragma unroll
-      for (int k = kVecs - 1; k >= 0; --k) {
-        float dpw[kNElts + kHalo];  // dpre at this vector's positions and the kHalo after
+        for (int k = kVecs - 1; k >= 0; --k) {
+          float dpw[kNElts + kHalo];  // dpre at this vector's positions and the kHalo after
 #pragma unroll
-        for (int i = 0; i < kNElts; ++i) dpw[i] = dp[k][i];
+          for (int i = 0; i < kNElts; ++i) dpw[i] = dp[k][i];
 #pragma unroll
-        for (int m = 0; m < kHalo; ++m) {
-          const int q = 1 + m / kNElts;
-          const float s = __uint_as_float(warp_shfl(__float_as_uint(dp[k][m % kNElts]), (lane + q) & (kWarpSize - 1)));
-          dpw[kNElts + m] = lane + q < kWarpSize ? s : prev_ahead[m];
-          prev_ahead[m] = s;
-        }
-        const vidx_t v = v0 + k * kWarpSize;
-        const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
-        float g[kNElts];
-        const bool at_final = kEdge && a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
-        const bool at_dinit = kEdge && !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
-        if constexpr (kSeq) dx_cut<Ktraits>(g, dpw, w, starts[k], pads[k]);
-        else dx_of_vector<Ktraits>(g, dpw, w);
-        if (at_final) {
-          // The row's last sequence takes dfinal (the states at the row's two ends: a few lanes, ids read).
-          const int32_t last_id = kSeq ? row_ids[(L - 1) * a.seq_seq_stride] : 0;
+          for (int m = 0; m < kHalo; ++m) {
+            const int q = 1 + m / kNElts;
+            const float s =
+                __uint_as_float(warp_shfl(__float_as_uint(dp[k][m % kNElts]), (lane + q) & (kWarpSize - 1)));
+            dpw[kNElts + m] = lane + q < kWarpSize ? s : prev_ahead[m];
+            prev_ahead[m] = s;
+          }
+          const vidx_t v = v0 + k * kWarpSize;
+          const int64_t e = static_cast<int64_t>(v) * kNElts - shift;  // position of the vector's first element
+          float g[kNElts];
+          const bool at_final = kEdge && a.st.dfinal != nullptr && e + kNElts > L - kHalo && e < L;
+          const bool at_dinit = kEdge && !kFlat && k == 0 && v0 == 0 && a.st.dinit != nullptr;
+          if constexpr (kCut) dx_cut<Ktraits>(g, dpw, w, starts[k], pads[k]);
+          else dx_of_vector<Ktraits>(g, dpw, w);
+          if (at_final) {
+            // The row's last sequence takes dfinal (the states at the row's two ends: a few lanes, ids read).
+            const int32_t last_id = kSeq ? row_ids[(L - 1) * a.seq_seq_stride] : 0;
 #pragma unroll
-          for (int i = 0; i < kNElts; ++i)
-            if (e + i >= L - kHalo && e + i < L && (!kSeq || row_ids[(e + i) * a.seq_seq_stride] == last_id))
-              g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
-                                    a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
-        }
-        if constexpr (kFlat) {
-          if (e >= 0 && e + kNElts <= L) {
-            if (dxr != nullptr) {
-              vec_t out;
+            for (int i = 0; i < kNElts; ++i)
+              if (e + i >= L - kHalo && e + i < L && (!kSeq || row_ids[(e + i) * a.seq_seq_stride] == last_id))
+                g[i] += load_state<T>(a.st.dfinal, b, d, e + i - (L - kHalo), a.st.dfinal_batch_stride,
+                                      a.st.dfinal_dim_stride, a.st.dfinal_seq_stride);
+          }
+          if constexpr (kFlat) {
+            if (e >= 0 && e + kNElts <= L) {
+              if (dxr != nullptr) {
+                vec_t out;
 #pragma unroll
-              for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
-              out.store(dxr + v * kNElts);
+                for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+                out.store(dxr + v * kNElts);
+              }
+            } else {
+              // A vector across a row boundary: only this row's positions, dinit before 0.
+#pragma unroll
+              for (int i = 0; i < kNElts; ++i) {
+                const int64_t t = e + i;
+                if (t >= 0 && t < L) {
+                  if (dxr != nullptr) dxr[v * kNElts + i] = from_float<T>(g[i]);
+                } else if (t < 0 && t >= -kHalo && a.st.dinit != nullptr) {
+                  static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
+                                              (t + kHalo) * a.st.dinit_seq_stride] = from_float<T>(g[i]);
+                }
+              }
             }
           } else {
-            // A vector across a row boundary: only this row's positions, dinit before 0.
+            if (a.dx != nullptr && (!kEdge || v < a.row_vecs)) {
+              if constexpr (kUnaligned) {
+                store_unaligned<Ktraits>(dxr + e, g, L - e);
+              } else {
+                vec_t out;
 #pragma unroll
-            for (int i = 0; i < kNElts; ++i) {
-              const int64_t t = e + i;
-              if (t >= 0 && t < L) {
-                if (dxr != nullptr) dxr[v * kNElts + i] = from_float<T>(g[i]);
-              } else if (t < 0 && t >= -kHalo && a.st.dinit != nullptr) {
+                for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
+                out.store(dxr + e);
+              }
+            }
+            if (at_dinit) {
+              // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here), in
+              // the row's first sequence (the initial states continue it).
+#pragma unroll
+              for (int kk = 0; kk < kHalo; ++kk) {
+                float acc_i = 0.f;
+#pragma unroll
+                for (int j = 0; j <= kk; ++j)
+                  acc_i = fmaf(w[j], !kSeq || row_ids[(kk - j) * a.seq_seq_stride] == row_ids[0] ? dpw[kk - j] : 0.f,
+                               acc_i);
                 static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
-                                            (t + kHalo) * a.st.dinit_seq_stride] = from_float<T>(g[i]);
+                                            kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
               }
             }
           }
-        } else {
-          if (a.dx != nullptr && (!kEdge || v < a.row_vecs)) {
-            if constexpr (kUnaligned) {
-              store_unaligned<Ktraits>(dxr + e, g, L - e);
-            } else {
-              vec_t out;
-#pragma unroll
-              for (int i = 0; i < kNElts; ++i) out.elt[i] = from_float<T>(g[i]);
-              out.store(dxr + e);
-            }
-          }
-          if (at_dinit) {
-            // dinit[kk] = dx at position kk - kHalo: taps j <= kk reach dpre[kk - j] >= 0 (L >= kW here), in
-            // the row's first sequence (the initial states continue it).
-#pragma unroll
-            for (int kk = 0; kk < kHalo; ++kk) {
-              float acc_i = 0.f;
-#pragma unroll
-              for (int j = 0; j <= kk; ++j)
-                acc_i = fmaf(w[j], !kSeq || row_ids[(kk - j) * a.seq_seq_stride] == row_ids[0] ? dpw[kk - j] : 0.f,
-                             acc_i);
-              static_cast<T*>(a.st.dinit)[b * a.st.dinit_batch_stride + d * a.st.dinit_dim_stride +
-                                          kk * a.st.dinit_seq_stride] = from_float<T>(acc_i);
-            }
-          }
         }
+      };
+      // seq_idx, inner tiles: a tile whose windows hold no sequence start and no padding token on any lane (most tiles
+      // of a row of a few long sequences) takes the plain taps.
+      if constexpr (kSeq && !kEdge) {
+        bool marked = false;
+#pragma unroll
+        for (int k = 0; k < kVecs; ++k) marked |= (starts[k] | pads[k]) != 0u;
+        if (warp_all(!marked)) compute(std::false_type{});
+        else compute(std::true_type{});
+      } else {
+        compute(std::true_type{});
       }
     };
 #pragma unroll 1
