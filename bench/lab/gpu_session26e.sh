@@ -13,11 +13,12 @@ build_tree "$NEW" /tmp/c_skip "$L/build_skip.txt" &
 wait
 for t in final skip; do echo "build $t: $(tail -n 2 "$L/build_$t.txt" | tr '\n' ' ')"; done
 for r in 1 2; do
-  for s in conv_bwd_seq_idx_ab.py "conv_bwd_odd_ab.py --set aligned"; do
+  for s in seq aligned; do
     for t in final skip; do
       root=$NEW; [ $t = final ] && root=/tmp/t_final
+      if [ $s = seq ]; then cmd=(conv_bwd_seq_idx_ab.py $t); else cmd=(conv_bwd_odd_ab.py $t --set aligned); fi
       (cd "$root" && PYTHONPATH=$root AITER_LITE_CACHE_DIR=/tmp/c_$t timeout 100 python3 \
-        $NEW/bench/lab/${s%% *} $t ${s#* } ) >> "$L/ab.txt" 2>&1
+        "$NEW/bench/lab/${cmd[0]}" "${cmd[@]:1}") >> "$L/ab.txt" 2>&1
     done
   done
   echo "round $r at $((SECONDS - t0)) s"
