@@ -36,7 +36,9 @@
 // rows 5-19% faster than with two vectors and no loop, rows of one to three tiles 1-6% slower.
 // Session 26 also cut instructions in the tile (about 34 an element for bf16 W = 4): bf16 widened by one shift or
 // mask (word_float), one SiLU branch a vector (with_silu), and the loop's inner tiles take a copy of the tile
-// without the row-end checks (kInnerTiles); bf16 4 x 4096 x 4096 W = 4 126.8 -> 121.5 us, W = 8 176.8 -> 154.1.
+// without the row-end checks (kInnerTiles); bf16 4 x 4096 x 4096 W = 4 126.8 -> 121.5 us, W = 8 176.8 -> 154.1. With
+// seq_idx, an inner tile whose windows hold no mark on any lane takes the plain taps (bf16 1 x 4096 x 32768, 64
+// sequences: 280 -> 268 us).
 //
 // seq_idx (kSeq; aligned rows, and shifted rows through row-relative vectors): a first small kernel
 // (causal_conv1d_seq_marks.cuh, shared with the forward) writes two bits per position to the workspace, "a new
