@@ -40,19 +40,26 @@ def cuobjdump() -> str:
     raise SystemExit("cuobjdump not found (PATH, or the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels)")
 
 
-def kernels_of(obj: Path, tool: str) -> dict[str, list[str]]:
-    """Demangled kernel name -> its instructions, addresses and hex immediates blanked."""
+def sass_functions(obj: Path, tool: str) -> dict[str, list[tuple[int, str]]]:
+    """Mangled kernel name -> [(address, instruction text)] from cuobjdump -sass."""
     sass = subprocess.run([tool, "-sass", str(obj)], capture_output=True, text=True, check=True).stdout
-    funcs: dict[str, list[str]] = {}
+    funcs: dict[str, list[tuple[int, str]]] = {}
     current = None
     for line in sass.splitlines():
         m = re.match(r"\s+Function : (\S+)", line)
         if m:
             current = m.group(1)
             funcs[current] = []
-        elif current and "/*" in line:
-            ins = re.sub(r"/\*[0-9a-f]{4}\*/", "", line.split(";")[0]).strip()
-            funcs[current].append(re.sub(r"0x[0-9a-f]+", "X", ins))
+            continue
+        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if current and m:
+            funcs[current].append((int(m.group(1), 16), m.group(2).strip()))
+    return funcs
+
+
+def kernels_of(obj: Path, tool: str) -> dict[str, list[str]]:
+    """Demangled kernel name -> its instructions, hex immediates blanked."""
+    funcs = {n: [re.sub(r"0x[0-9a-f]+", "X", ins) for _, ins in code] for n, code in sass_functions(obj, tool).items()}
     # keyed by the demangled name: the anonymous namespace's mangled name hashes the unit's path and shard, its
     # demangled form is "(anonymous namespace)" in every tree and shard
     names = demangled(list(funcs))

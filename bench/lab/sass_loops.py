@@ -20,25 +20,8 @@ from pathlib import Path
 
 from aiter_lite.jit import default_registry, read_env
 from aiter_lite.jit.spec import make_spec
-from sass_diff import cuobjdump, demangled
+from sass_diff import cuobjdump, demangled, sass_functions
 from tu_times import unit_command
-
-
-def functions(obj: Path, tool: str) -> dict[str, list[tuple[int, str]]]:
-    """Mangled kernel name -> [(address, instruction text)]."""
-    sass = subprocess.run([tool, "-sass", str(obj)], capture_output=True, text=True, check=True).stdout
-    funcs: dict[str, list[tuple[int, str]]] = {}
-    current = None
-    for line in sass.splitlines():
-        m = re.match(r"\s+Function : (\S+)", line)
-        if m:
-            current = m.group(1)
-            funcs[current] = []
-            continue
-        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-        if current and m:
-            funcs[current].append((int(m.group(1), 16), m.group(2).strip()))
-    return funcs
 
 
 def opcode(ins: str) -> str:
@@ -79,7 +62,7 @@ def main() -> int:
         for i, unit in enumerate(units):
             obj = Path(d) / f"{i}.o"
             subprocess.run(unit_command(spec, unit, 1, obj), check=True, capture_output=True)
-            funcs = functions(obj, tool)
+            funcs = sass_functions(obj, tool)
             names = demangled(list(funcs))
             for mangled, code in funcs.items():
                 name = names[mangled]
