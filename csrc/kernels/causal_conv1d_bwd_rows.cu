@@ -115,7 +115,7 @@ struct BwdRowsTraits {
   // Flat shifted rows (W <= 2) hold their masks too: 7 blocks (72 registers; session 19, H100: 12-17% faster than 5
   // on odd L); so do staged rows at W = 4, whose tile loop spilled 32 bytes at 64 registers (96 with seq_idx) and
   // none at 72 (ptxas 13.0; H200, session 26: bf16 8 x 5120 x 2047 W = 4 with the loop at 7 blocks 222.6 us against
-  // 234.6 with two vectors a lane and no loop). Other row-relative shifted rows take the aligned bounds.
+  // 239.5 with two vectors a lane and no loop, same run). Other row-relative shifted rows take the aligned bounds.
   // seq_idx: 8 blocks at W <= 4 (session 20, H100: 371 us against 414 at 6 and 451 at 5 on bf16 1 x 4096 x 32768;
   // 64 registers, 12 bytes spilled).
   static constexpr int kMinBlocks =
