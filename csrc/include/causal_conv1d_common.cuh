@@ -102,6 +102,23 @@ template <typename T, int N> __device__ __forceinline__ float elt_float(const Ve
   else return to_float(v.elt[i]);
 }
 
+// The warp-tile kernels' x halo: halo[kHaloWords - h] = the h-th 32-bit word before this lane's 16-byte vector xv.
+// It sits in the vector p = ceil(h / 4) lanes back, taken by warp shuffle; the first p lanes take before[h - 1]
+// (the words before the warp's vectors: loaded for a tile's first vector step, else the previous step's shuffles).
+// shuffled[h - 1] keeps each shuffle for the next step; before may be shuffled itself (each h is read, then written).
+template <int kHaloWords, int kAlloc, typename V>
+__device__ __forceinline__ void halo_words_from_lanes(uint32_t (&halo)[kAlloc], const V& xv,
+                                                      const uint32_t (&before)[kAlloc], uint32_t (&shuffled)[kAlloc],
+                                                      int lane) {
+#pragma unroll
+  for (int h = 1; h <= kHaloWords; ++h) {
+    const int p = (h + 3) / 4;
+    const uint32_t s = warp_shfl(xv.word(3 - (h - 1) % 4), (lane - p) & (kWarpSize - 1));
+    halo[kHaloWords - h] = lane >= p ? s : before[h - 1];
+    shuffled[h - 1] = s;
+  }
+}
+
 // Everything a kernel needs to read weights and bias (dtype w_dtype, stored as given).
 // contig: weight[d, :] rows are dense (width_stride 1, dim_stride width) and weight is 16-byte
 // aligned, so the weights of kV consecutive channels are one aligned run of kV * width elements.

@@ -695,13 +695,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
 #pragma unroll
         for (int k = 0; k < kVecs; ++k) {
           uint32_t halo_words[kHaloWordsAlloc];
-#pragma unroll
-          for (int h = 1; h <= kHaloWords; ++h) {
-            const int p = (h + 3) / 4;
-            const uint32_t s = warp_shfl(xv[k].word(3 - (h - 1) % 4), (lane - p) & (kWarpSize - 1));
-            halo_words[kHaloWords - h] = lane >= p ? s : (k == 0 ? first_halo[h - 1] : prev_shfl[h - 1]);
-            prev_shfl[h - 1] = s;
-          }
+          halo_words_from_lanes<kHaloWords>(halo_words, xv[k], k == 0 ? first_halo : prev_shfl, prev_shfl, lane);
           float xs[kHalo + kNElts];
           window_from_words<Ktraits>(xs, halo_words, xv[k]);
           const int64_t e = e0 + int64_t{k} * kWarpSize * kNElts;

@@ -208,14 +208,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks) causal
       // It sits in the vector p = ceil(h / 4) back: lane - p of this k, or for the first lanes
       // prev_shfl (the last lanes of k - 1, or the previous tile).
       uint32_t halo_words[kHaloWordsAlloc];
-#pragma unroll
-      for (int h = 1; h <= kHaloWords; ++h) {
-        const int p = (h + 3) / 4;
-        const int word = 3 - (h - 1) % 4;
-        const uint32_t s = warp_shfl(xv[0].word(word), (lane - p) & (kWarpSize - 1));
-        halo_words[kHaloWords - h] = lane >= p ? s : prev_shfl[h - 1];
-        prev_shfl[h - 1] = s;
-      }
+      halo_words_from_lanes<kHaloWords>(halo_words, xv[0], prev_shfl, prev_shfl, lane);
       float xs[kHalo + kNElts];  // x[e - kHalo .. e + kNElts) as fp32
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {

@@ -255,13 +255,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
     for (int k = 0; k < kVecs; ++k) {
       // halo_words[kHaloWords - h] = the h-th 32-bit word before this vector (h = 1: adjacent).
       uint32_t halo_words[kHaloWordsAlloc];
-#pragma unroll
-      for (int h = 1; h <= kHaloWords; ++h) {
-        const int p = (h + 3) / 4;
-        const uint32_t s = warp_shfl(xv[k].word(3 - (h - 1) % 4), (lane - p) & (kWarpSize - 1));
-        halo_words[kHaloWords - h] = lane >= p ? s : (k == 0 ? first_halo[h - 1] : prev_shfl[h - 1]);
-        prev_shfl[h - 1] = s;
-      }
+      halo_words_from_lanes<kHaloWords>(halo_words, xv[k], k == 0 ? first_halo : prev_shfl, prev_shfl, lane);
       float xs[kHalo + kNElts];  // x[e - kHalo .. e + kNElts) as fp32
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {
