@@ -38,7 +38,6 @@ ALIGNED = [("bf16", 8, 5120, 2048, 4, 0), ("bf16", 4, 4096, 4096, 4, 0), ("fp16"
            ("fp32", 4, 4096, 4096, 4, 8)]
 
 
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("label")
