@@ -176,6 +176,23 @@ def fla_fwd_bwd(x_btd, w, b, cu_seqlens, width):
     return run
 
 
+def profile_table(fn, path: Path, rows: int = 25) -> str:
+    """The device time of one eager call of fn by kernel (torch.profiler), written to path; returned."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    dist.barrier()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    table = prof.key_averages().table(sort_by="device_time_total", row_limit=rows, max_name_column_width=70)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(table)
+    return table
+
+
 def round_trip(halo):
     rank, world = dist.get_rank(), dist.get_world_size()
     back = torch.empty_like(halo)
@@ -225,6 +242,13 @@ def many_ranks(args, dtype) -> None:
                           flush=True)
                     t[key] = float("nan")
             rows.append((name, timer, t["plain"], t["cp"], t["trip"], t["fla"]))
+        if args.profile:
+            tag = name.split()[0].replace("=", "")
+            for key in ("plain", "cp", "fla"):
+                if fns[key] is not None:
+                    table = profile_table(fns[key], Path(args.profile) / f"{tag}_{key}_rank{dist.get_rank()}.txt")
+                    if dist.get_rank() == world - 1:
+                        print(f"\nrank {world - 1}, {name}, {key}: device time by kernel\n{table}", flush=True)
     if dist.get_rank() == 0:
         print(f"\n{world}x {torch.cuda.get_device_name()} torch {torch.__version__} {args.dtype} D={dim} width {width} "
               "SiLU+bias; fwd+bwd per rank, median us (eager: host launches included; graph: replayed)")
@@ -240,6 +264,8 @@ def main() -> None:
     p.add_argument("--shapes", default="8x4096x4096,1x64x64,p64x4096x32768",
                    help="one rank: B x D x L per shape; pN x D x L: N packed sequences in one row of L tokens")
     p.add_argument("--timer", choices=("eager", "graph", "both"), default="both", help="two or more ranks")
+    p.add_argument("--profile", metavar="DIR", help="two or more ranks: torch.profiler tables of one eager "
+                   "fwd+bwd of each variant per rank into DIR (the last rank's printed)")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--width", type=int, default=4)
     args = p.parse_args()
