@@ -458,3 +458,52 @@ def test_rows_kernel_seq_idx_not_non_decreasing(dtype, width, shape):
                                          seq_idx=ids)
         assert rel_error(out, ref) <= TOLERANCE[dtype]
         torch.testing.assert_close(fin.double(), ref_fin, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", [2, 4, 5, 8])
+def test_heads_of_long_rows(dtype, width):
+    """The first n < width tokens of long rows as strided views, with initial states (what a context-parallel
+    rank recomputes with its halo): the forward's features kernel writes every output alone and the backward
+    runs the naive kernels; outputs, final states and every gradient against the float64 reference, with and
+    without seq_idx, and the plain forward of such short strided rows (the naive kernel)."""
+    from test_causal_conv1d_grad import grads_vs_reference
+
+    torch.manual_seed(60 + width)
+    tol = max(GRAD_TOL[dtype], GRAD_TOL[torch.float32])
+    for n in range(1, width):
+        big = random_normal((3, 96, 4096), dtype, DEV)
+        x = big[..., 5:5 + n].detach()  # a leaf that keeps the long rows' strides
+        weight, bias = random_normal((96, width), torch.float32, DEV), random_normal((96,), torch.float32, DEV)
+        init = make_states(3, 96, width, dtype, DEV, "contiguous")
+        ids = torch.tensor([[0] * n, [4] * n, [7] + [8] * (n - 1)], dtype=torch.int32, device=DEV)
+        check_forward(x, weight, bias, "silu", initial_states=init)
+        check_forward(x, weight, bias, "silu", initial_states=init, seq_idx=ids)
+        check_forward(x, weight, bias, None, final_states=False)
+        grads_vs_reference(x, weight, bias, "silu", initial_states=init, dtype_tol=tol)
+        grads_vs_reference(x, weight, bias, "silu", initial_states=init, seq_idx=ids, final_states=True, dtype_tol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", [2, 3, 4, 6, 8])
+def test_rows_kernel_seq_idx_long_sequences(dtype, width):
+    """seq_idx of a few long sequences on the rows kernel: most warp tiles lie inside one sequence and take the plain
+    taps, the tiles with a start, a one-token run or padding the cut; against the float64 reference (outputs poisoned
+    first), forward and gradients."""
+    from test_causal_conv1d_grad import grads_vs_reference
+
+    gen = torch.Generator().manual_seed(70 + width)
+    torch.manual_seed(70 + width)
+    batch, dim, seqlen = 2, 72, 16384
+    x = make_x(batch, dim, seqlen, dtype, DEV, "contiguous")
+    weight, bias = random_normal((dim, width), torch.float32, DEV), random_normal((dim,), torch.float32, DEV)
+    init = make_states(batch, dim, width, dtype, DEV, "contiguous")
+    ids = packed_seq_idx(batch, seqlen, DEV, 3, gen)
+    ids[0, 9000:] += 1
+    ids[0, 9001:] += 1  # position 9000 alone in its run
+    ids[1, 5000:5003] = -1  # padding inside a run
+    for kwargs in ({"seq_idx": ids, "final_states": False}, {"seq_idx": ids, "initial_states": init}):
+        torch.full((batch * 2, dim, seqlen), float("nan"), dtype=dtype, device=DEV)  # freed: outputs land on NaN
+        check_forward(x, weight, bias, "silu", **kwargs)
+    grads_vs_reference(x.clone(), weight.clone(), bias.clone(), "silu", seq_idx=ids,
+                       dtype_tol=max(GRAD_TOL[dtype], GRAD_TOL[torch.float32]))

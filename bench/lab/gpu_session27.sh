@@ -18,3 +18,4 @@ echo "tests rc=$? at $((SECONDS - t0)) s"; grep -E "^FAILED|^ERROR|SKIP|passed|f
 timeout 300 torchrun --nproc-per-node=2 bench/bench_cp_conv.py --profile "$L/profile" > "$L/cp.txt" 2>&1
 echo "cp rc=$? at $((SECONDS - t0)) s"
 grep -vE "^\s*$" "$L/cp.txt" | grep -E "^\||rank|failed|Error" | head -n 120
+for f in "$L"/profile/*_cp_rank1.txt; do echo "== $f"; awk '{print substr($1,1,60), $(NF-4), $(NF-3), $NF}' "$f" | head -n 22; done

@@ -236,14 +236,20 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       }
     }
     WindowMarks marks[kVecs];
+    // Bit k (uniform): some window of the warp's k-th vectors meets a sequence start or padding (recur sets both
+    // bits). The others take the plain taps: the cut's masking on every vector made the seq_idx forward 1.46x the
+    // plain one on an H200 (1x4096x32768 bf16, 32 sequences).
+    uint32_t cut = 0u;
     if constexpr (kFeatures) {
       if (seq) {
         wait_for_marks();  // x is loading; the marks kernel may still run (programmatic launch)
         const uint2* __restrict__ row_marks = seq_marks_row(a.seq_marks, b, a.seq_words);
 #pragma unroll
-        for (int k = 0; k < kVecs; ++k)
+        for (int k = 0; k < kVecs; ++k) {
           marks[k] = window_marks<kSeqPad, Ktraits::kSeqLen>(row_marks, a.seq_words,
                                                               e0 + int64_t{k} * kWarpSize * kNElts);
+          if (!warp_all((marks[k].starts | marks[k].pads) == 0u)) cut |= 1u << k;
+        }
       }
     }
     float w[1][kW];
@@ -280,7 +286,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       };
       const int v = v0 + k * kWarpSize;
       bool store = v < a.row_vecs;
-      if (seq && store) {  // kFeatures only
+      if (((cut >> k) & 1u) != 0u && store) {  // kFeatures only
         const WindowMarks& m = marks[k];
         if (m.recur != 0u) {
           store = false;  // outputs_by_rule after the loop, where little is live
@@ -295,7 +301,7 @@ __global__ void __launch_bounds__(Ktraits::kThreads, Ktraits::kMinBlocks)
       if (store) yv.store(orow + static_cast<int64_t>(v) * kNElts);
     }
     if constexpr (kFeatures) {
-      if (seq) {
+      if (cut != 0u) {
 #pragma unroll
         for (int k = 0; k < kVecs; ++k) {
           const int v = v0 + k * kWarpSize;
