@@ -9,7 +9,7 @@ general CP path on one rank (passthrough off: every step but the P2P); per varia
 per back-to-back call, the median CUDA-graph replay time (L2 flushed) and the device operations per call
 (torch.profiler); each forward output against the plain op's. Two or more ranks: B=8 fixed-length rows of
 4096 tokens per rank and 64 packed sequences of 32768 tokens per rank: fwd+bwd per rank, plain and CP, one
-P2P halo round trip, and fla's CP conv (packed input only); medians of CUDA events, ranks aligned by a
+P2P halo round trip, the plain op given this rank's sequence ids (packed input), and fla's CP conv; medians of CUDA events, ranks aligned by a
 barrier, eager and replayed from a CUDA graph.
 """
 from __future__ import annotations
@@ -229,7 +229,12 @@ def many_ranks(args, dtype) -> None:
         except Exception as e:  # noqa: BLE001
             print(f"rank {dist.get_rank()}: fla CP failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
             fla = None
-        fns = {"plain": functools.partial(step({}), x, w, b, dout),
+        plain_seq = None  # packed: the plain op given this rank's tokens' sequence ids (what one GPU would run)
+        if batch == 1:
+            positions = torch.arange(dist.get_rank() * local, (dist.get_rank() + 1) * local)
+            ids = torch.searchsorted(torch.tensor(cu), positions, right=True).sub(1).to(torch.int32)
+            plain_seq = functools.partial(step({"seq_idx": ids.unsqueeze(0).cuda()}), x, w, b, dout)
+        fns = {"plain": functools.partial(step({}), x, w, b, dout), "plain seq": plain_seq,
                "cp": functools.partial(step({"cp_context": ctx}), x, w, b, dout),
                "trip": round_trip(torch.randn(batch, dim, width - 1, device="cuda", dtype=dtype)), "fla": fla}
         for timer, measure in timers.items():
@@ -241,22 +246,23 @@ def many_ranks(args, dtype) -> None:
                     print(f"rank {dist.get_rank()}: {key} {timer} failed: {type(e).__name__}: {str(e)[:300]}",
                           flush=True)
                     t[key] = float("nan")
-            rows.append((name, timer, t["plain"], t["cp"], t["trip"], t["fla"]))
+            rows.append((name, timer, t["plain"], t["plain seq"], t["cp"], t["trip"], t["fla"]))
         if args.profile:
             tag = name.split()[0].replace("=", "")
-            for key in ("plain", "cp", "fla"):
+            for key in ("plain", "plain seq", "cp", "fla"):
                 if fns[key] is not None:
-                    table = profile_table(fns[key], Path(args.profile) / f"{tag}_{key}_rank{dist.get_rank()}.txt")
+                    table = profile_table(fns[key], Path(args.profile) / f"{tag}_{key.replace(' ', '_')}_rank{dist.get_rank()}.txt")
                     if dist.get_rank() == world - 1:
                         print(f"\nrank {world - 1}, {name}, {key}: device time by kernel\n{table}", flush=True)
     if dist.get_rank() == 0:
         print(f"\n{world}x {torch.cuda.get_device_name()} torch {torch.__version__} {args.dtype} D={dim} width {width} "
               "SiLU+bias; fwd+bwd per rank, median us (eager: host launches included; graph: replayed)")
-        print("| case | timer | plain | CP | P2P round trip | CP / (plain + trip) | fla CP | fla / CP |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        for name, timer, plain, cp, trip, fla_us in rows:
-            print(f"| {name} | {timer} | {plain:.1f} | {cp:.1f} | {trip:.1f} | {cp / (plain + trip):.3f} | "
-                  f"{fla_us:.1f} | {fla_us / cp:.2f} |")
+        print("| case | timer | plain | plain with seq_idx | CP | P2P round trip | CP / (plain + trip) | "
+              "CP / (plain with seq_idx + trip) | fla CP | fla / CP |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for name, timer, plain, plain_seq, cp, trip, fla_us in rows:
+            print(f"| {name} | {timer} | {plain:.1f} | {plain_seq:.1f} | {cp:.1f} | {trip:.1f} | "
+                  f"{cp / (plain + trip):.3f} | {cp / (plain_seq + trip):.3f} | {fla_us:.1f} | {fla_us / cp:.2f} |")
 
 
 def main() -> None:

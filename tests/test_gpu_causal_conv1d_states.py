@@ -464,9 +464,10 @@ def test_rows_kernel_seq_idx_not_non_decreasing(dtype, width, shape):
 @pytest.mark.parametrize("width", [2, 4, 5, 8])
 def test_heads_of_long_rows(dtype, width):
     """The first n < width tokens of long rows as strided views, with initial states (what a context-parallel
-    rank recomputes with its halo): the forward's features kernel writes every output alone and the backward
-    runs the naive kernels; outputs, final states and every gradient against the float64 reference, with and
-    without seq_idx, and the plain forward of such short strided rows (the naive kernel)."""
+    rank recomputes with its halo): the forward's features kernel writes every output alone, the backward of dx and
+    dinit alone runs the short-rows kernel (with weight and bias gradients, the tile kernel); outputs, final states
+    and gradients against the float64 reference, with and without seq_idx, and the plain forward of such short
+    strided rows (the naive kernel)."""
     from test_causal_conv1d_grad import grads_vs_reference
 
     torch.manual_seed(60 + width)
@@ -482,6 +483,25 @@ def test_heads_of_long_rows(dtype, width):
         check_forward(x, weight, bias, None, final_states=False)
         grads_vs_reference(x, weight, bias, "silu", initial_states=init, dtype_tol=tol)
         grads_vs_reference(x, weight, bias, "silu", initial_states=init, seq_idx=ids, final_states=True, dtype_tol=tol)
+        for seq in (None, ids):  # dx and dinit alone (a rank's halo gradient): the short-rows kernel
+            check_short_rows_dx_dinit(x.detach(), weight.detach(), bias.detach(), init.detach(), seq, tol)
+
+
+def check_short_rows_dx_dinit(x, weight, bias, init, seq_idx, tol):
+    """dx and dinitial_states from the launcher asked for nothing else, with a dfinal_states, against the float64
+    reference's autograd."""
+    from aiter_lite.ops._conv_launch import launch_bwd
+
+    dout = random_normal(tuple(x.shape), x.dtype, DEV)
+    dfin = random_normal(tuple(init.shape), x.dtype, DEV)
+    dx, dw, db, dinit = launch_bwd(x, weight, bias, dout, init, seq_idx, dfin, True, True, False, False, True, False)
+    assert dw.numel() == 0 and db.numel() == 0
+    rx, ri = x.double().requires_grad_(), init.double().requires_grad_()
+    out, fin = causal_conv1d_ref(rx, weight.double(), bias.double(), "silu", initial_states=ri,
+                                 return_final_states=True, seq_idx=seq_idx)
+    ref_dx, ref_dinit = torch.autograd.grad((out * dout.double()).sum() + (fin * dfin.double()).sum(), (rx, ri))
+    assert rel_error(dx, ref_dx) <= tol
+    assert rel_error(dinit, ref_dinit) <= tol
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -11,9 +11,10 @@
 //                 when the steps are 16-byte aligned (causal_conv1d_bwd_channel_last.cu).
 //   tile          anything else with W <= 8 (strided views, seq_idx on odd L, short rows): a block
 //                 stages a window of several rows of one channel in shared memory (causal_conv1d_bwd_tile.cu).
-//   naive         W > 8, or rows shorter than the width that the tile kernel would take (the heads of a
-//                 context-parallel rank): one thread per dx element and one block per dweight/dbias entry,
-//                 recomputing dpre for every tap (W^2 work per element; kept simple, not fast).
+//   short_rows    rows shorter than the width that the tile kernel would take, without dweight or dbias (the
+//                 heads of a context-parallel rank): one thread a row.
+//   naive         W > 8: one thread per dx element and one block per dweight/dbias entry, recomputing
+//                 dpre for every tap (W^2 work per element; kept simple, not fast).
 // dout in the other of the two fast layouts than x (channel-last x with a contiguous dout, or the
 // reverse: a gradient that arrives transposed) would leave only the tile kernel; dout is then first
 // copied into x's layout in the workspace by a tiled transpose (dout_stage_*), and rows or channel_last run.
@@ -156,6 +157,42 @@ __global__ void __launch_bounds__(256) causal_conv1d_bwd_naive_dw_kernel(const B
 }
 
 // ---------------------------------------------------------------------------------------------
+// short rows: L < W and neither dweight nor dbias (the heads a context-parallel rank differentiates for its halo's
+// gradient): a thread a row computes its L dpre once, then its dx and dinit by the naive kernels' rule.
+
+template <typename T>
+__global__ void __launch_bounds__(256) causal_conv1d_bwd_short_rows_kernel(const BwdNaiveArgs a) {
+  const CausalConv1dBwdParams& p = a.p;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= p.batch * p.dim) return;
+  int64_t d;
+  const int64_t b = a.div_dim.divmod(d, row);
+  const int W = static_cast<int>(p.width), H = W - 1, L = static_cast<int>(p.seqlen);
+  float w[kMaxTemplateWidth], dp[kMaxTemplateWidth];  // dp: dpre at t = 0 .. L - 1
+  int32_t ids[2 * kMaxTemplateWidth];                  // ids at positions -H .. L - 1
+  for (int j = 0; j < W; ++j) w[j] = load_as_float(a.w.weight, a.w.dtype, d * a.w.dim_stride + j * a.w.width_stride);
+  for (int s = -H; s < L; ++s) ids[s + H] = seq_at<T>(p, b, s);
+  for (int t = 0; t < L; ++t) dp[t] = dpre_at<T>(p, a.w, b, d, t);
+  for (int s = -H; s < L; ++s) {
+    if (s >= 0 ? p.dx == nullptr : p.dinitial_states == nullptr) continue;
+    const int32_t ss = ids[s + H];
+    float v = 0.f;
+    for (int j = 0; j < W; ++j) {
+      const int t = s + H - j;
+      if (t >= 0 && t < L && ids[t + H] == ss) v = fmaf(w[j], dp[t], v);
+    }
+    if (p.dfinal_states != nullptr && s >= L - H && ss == ids[L - 1 + H])
+      v += load_state<T>(p.dfinal_states, b, d, s - (L - H), p.dfinal_batch_stride, p.dfinal_dim_stride,
+                         p.dfinal_seq_stride);
+    if (s >= 0)
+      static_cast<T*>(p.dx)[b * p.dx_batch_stride + d * p.dx_dim_stride + s * p.dx_seq_stride] = from_float<T>(v);
+    else
+      static_cast<T*>(p.dinitial_states)[b * p.dinit_batch_stride + d * p.dinit_dim_stride +
+                                         (s + H) * p.dinit_seq_stride] = from_float<T>(v);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Reduction of the partial rows: out column c = sum over p of partials[p][c], in the order
 // p = y, y + kRowsPerBlock, ... per thread row y, then the kRowsPerBlock thread rows in order.
 
@@ -246,6 +283,16 @@ void bwd_naive_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, gpuSt
   }
 }
 
+template <typename T>
+void bwd_short_rows_launch(const CausalConv1dBwdParams& p, const WeightArgs& w, gpuStream_t stream) {
+  const int64_t rows = p.batch * p.dim;
+  if (rows == 0 || (p.dx == nullptr && p.dinitial_states == nullptr)) return;
+  const int64_t blocks = (rows + 255) / 256;
+  if (blocks > kMaxGridX) throw std::invalid_argument("aiter_lite causal_conv1d_bwd: batch * dim too large");
+  causal_conv1d_bwd_short_rows_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(naive_args(p, w));
+  AITER_LITE_LAUNCH_CHECK();
+}
+
 // ---------------------------------------------------------------------------------------------
 // dout staged in x's layout: out = dense [B, R, C] (C contiguous) from in(b, r, c) at b sb + r sr + c sc.
 // The source is read along r (sr is 1 where this runs: dout transposed against x), the destination
@@ -323,7 +370,7 @@ void dout_stage_launch(const CausalConv1dBwdParams& p, void* staged, gpuStream_t
 // ---------------------------------------------------------------------------------------------
 // Path selection (host): the same plan sizes the workspace and runs the kernels.
 
-enum class BwdPath { kNaive, kRows, kChannelLast, kTile };
+enum class BwdPath { kNaive, kRows, kChannelLast, kTile, kShortRows };
 
 struct BwdPlan {
   BwdPath path = BwdPath::kNaive;
@@ -350,10 +397,10 @@ BwdPlan plan_kernels(const CausalConv1dBwdParams& p) {
     plan.path = BwdPath::kChannelLast;
     plan.channel_last = bwd_channel_last_plan(p, true);
     plan.partial_rows = plan.channel_last.partial_rows;
-  } else if (p.seqlen < p.width) {
-    // Rows shorter than the filter (the heads a context-parallel rank differentiates for its halo's gradient):
-    // the naive kernels, a thread an element; the tile kernel's block a channel took 14.8 us on 8 x 4096 x 3 (H200).
-    return plan;
+  } else if (p.seqlen < p.width && !want_dw) {
+    // The heads a context-parallel rank differentiates for its halo's gradient: the tile kernel's block a channel
+    // took 14.8 us on 8 x 4096 x 3 (H200), the naive kernels' thread an element 16.8.
+    plan.path = BwdPath::kShortRows;
   } else {
     plan.path = BwdPath::kTile;
     plan.tile = bwd_tile_plan(p);
@@ -437,6 +484,9 @@ void causal_conv1d_bwd(const CausalConv1dBwdParams& params, void* stream_ptr) {
   switch (plan.path) {
     case BwdPath::kNaive:
       AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { bwd_naive_launch<scalar_t>(p, w, stream); });
+      return;
+    case BwdPath::kShortRows:
+      AITER_LITE_DISPATCH_DTYPE(p.x_dtype, [&] { bwd_short_rows_launch<scalar_t>(p, w, stream); });
       return;
     case BwdPath::kRows: bwd_rows_run(p, plan.rows, w, partials, seq_starts, stream); break;
     case BwdPath::kChannelLast: bwd_channel_last_run(p, plan.channel_last, w, partials, stream); break;
