@@ -369,6 +369,41 @@ def job_gpu_world_one(rank, world, _):
                 _graph_matches_eager(xx, w, b, dout[:xx.shape[0]], ctx, tol, where, gen)
 
 
+def job_gpu_graphs(rank, world, _):
+    """NCCL, one GPU a rank, the real op over a real exchange: fixed-length rows split unequally (the last rank
+    shorter than the halo), zigzag and packed sequences; a CP forward + backward makes no synchronising CUDA call
+    once warm, and replayed from a CUDA graph captured on every rank (the P2P exchange inside) it equals the eager
+    call on fresh inputs. Weights are the same on every rank, x differs."""
+    from aiter_lite.distributed import build_cp_context
+
+    gen = torch.Generator(device=DEVICE).manual_seed(21 + rank)
+    shared = torch.Generator(device=DEVICE).manual_seed(5)
+    fixed_lens = [300] * (world - 1) + [2]
+    cu = [0, 37, 37, 200, 450, 300 * world]
+    cases = (("fixed", lambda: build_cp_context(4, local_len=fixed_lens[rank]), 2, fixed_lens[rank]),
+             ("zigzag", lambda: build_cp_context(4, local_len=300, layout="zigzag"), 2, 300),
+             ("packed", lambda: build_cp_context(4, cu_seqlens=torch.tensor(cu, device=DEVICE)), 1, 300))
+    for dtype in (torch.float32, torch.bfloat16):
+        tol = 1e-5 if dtype == torch.float32 else 2e-2
+        w = torch.randn(64, 4, generator=shared, device=DEVICE)
+        b = torch.randn(64, generator=shared, device=DEVICE)
+        for name, make_ctx, batch, length in cases:
+            ctx = make_ctx()
+            x = torch.randn(batch, 64, length, generator=gen, device=DEVICE).to(dtype)
+            dout = torch.randn(batch, 64, length, generator=gen, device=DEVICE).to(dtype)
+            where = f"{name} {dtype} rank {rank} of {world}"
+            _plain_fwd_bwd(x, w, b, dout, None, ctx)  # warm: the P2P communicators exist after the first exchange
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error")  # a synchronising CUDA call raises
+            try:
+                _plain_fwd_bwd(x, w, b, dout, None, ctx)
+            except RuntimeError as e:
+                raise AssertionError(f"{where}: a host sync in a CP call: {e}") from e
+            finally:
+                torch.cuda.set_sync_debug_mode(0)
+            _graph_matches_eager(x, w, b, dout, ctx, tol, where, gen)
+
+
 def _graph_matches_eager(x, w, b, dout, ctx, tol, where, gen):
     """Captures a CP forward + backward in a CUDA graph, replays it on fresh inputs copied into the captured
     ones, and compares with the eager call on the same inputs."""
@@ -406,5 +441,5 @@ def _plain_fwd_bwd(x, w, b, dout, seq_idx, ctx):
     return out.detach(), (x.grad, w.grad, b.grad)
 
 
-JOBS = {"gpu_world_one": job_gpu_world_one, "random": job_random_cases, "fixed": job_fixed_cases, "mismatch": job_mismatch, "bad_calls": job_bad_calls,
+JOBS = {"gpu_world_one": job_gpu_world_one, "gpu_graphs": job_gpu_graphs, "random": job_random_cases, "fixed": job_fixed_cases, "mismatch": job_mismatch, "bad_calls": job_bad_calls,
         "world_one": job_world_one}
