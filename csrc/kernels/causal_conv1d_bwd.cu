@@ -77,6 +77,22 @@ __device__ float dpre_at(const CausalConv1dBwdParams& p, const WeightArgs& w, in
   return act_grad(pre, g, p.silu);
 }
 
+// The gradient v of x at position s of row (b, d) (s < 0: of the initial state, slot s + W - 1), plus dfinal's
+// entry where s is one of the row's last W - 1 positions and in its last sequence (in_last: s's id is position L-1's).
+template <typename T>
+__device__ __forceinline__ void store_dx_element(const CausalConv1dBwdParams& p, int64_t b, int64_t d, int64_t s,
+                                                 float v, bool in_last) {
+  const int64_t H = p.width - 1, L = p.seqlen;
+  if (p.dfinal_states != nullptr && s >= L - H && in_last)
+    v += load_state<T>(p.dfinal_states, b, d, s - (L - H), p.dfinal_batch_stride, p.dfinal_dim_stride,
+                       p.dfinal_seq_stride);
+  if (s >= 0)
+    static_cast<T*>(p.dx)[b * p.dx_batch_stride + d * p.dx_dim_stride + s * p.dx_seq_stride] = from_float<T>(v);
+  else
+    static_cast<T*>(p.dinitial_states)[b * p.dinit_batch_stride + d * p.dinit_dim_stride +
+                                       (s + H) * p.dinit_seq_stride] = from_float<T>(v);
+}
+
 // One thread per dx element (and dinit element: positions -(W-1) .. -1 when dinit is wanted): elements first,
 // first + step, ...
 template <typename T>
@@ -99,14 +115,7 @@ __device__ void naive_dx_elements(const BwdNaiveArgs& a, int64_t first, int64_t 
       v = fmaf(load_as_float(a.w.weight, a.w.dtype, d * a.w.dim_stride + j * a.w.width_stride),
                dpre_at<T>(p, a.w, b, d, t), v);
     }
-    if (p.dfinal_states != nullptr && s >= L - H && ss == seq_at<T>(p, b, L - 1))
-      v += load_state<T>(p.dfinal_states, b, d, s - (L - H), p.dfinal_batch_stride, p.dfinal_dim_stride,
-                         p.dfinal_seq_stride);
-    if (s >= 0)
-      static_cast<T*>(p.dx)[b * p.dx_batch_stride + d * p.dx_dim_stride + s * p.dx_seq_stride] = from_float<T>(v);
-    else
-      static_cast<T*>(p.dinitial_states)[b * p.dinit_batch_stride + d * p.dinit_dim_stride +
-                                         (s + H) * p.dinit_seq_stride] = from_float<T>(v);
+    store_dx_element<T>(p, b, d, s, v, p.dfinal_states != nullptr && ss == seq_at<T>(p, b, L - 1));
   }
 }
 
@@ -181,14 +190,7 @@ __global__ void __launch_bounds__(256) causal_conv1d_bwd_short_rows_kernel(const
       const int t = s + H - j;
       if (t >= 0 && t < L && ids[t + H] == ss) v = fmaf(w[j], dp[t], v);
     }
-    if (p.dfinal_states != nullptr && s >= L - H && ss == ids[L - 1 + H])
-      v += load_state<T>(p.dfinal_states, b, d, s - (L - H), p.dfinal_batch_stride, p.dfinal_dim_stride,
-                         p.dfinal_seq_stride);
-    if (s >= 0)
-      static_cast<T*>(p.dx)[b * p.dx_batch_stride + d * p.dx_dim_stride + s * p.dx_seq_stride] = from_float<T>(v);
-    else
-      static_cast<T*>(p.dinitial_states)[b * p.dinit_batch_stride + d * p.dinit_dim_stride +
-                                         (s + H) * p.dinit_seq_stride] = from_float<T>(v);
+    store_dx_element<T>(p, b, d, s, v, ss == ids[L - 1 + H]);
   }
 }
 
