@@ -6,22 +6,10 @@
 # tests.
 #   bash bench/gpu.sh lab/gpu_session27e.sh
 source bench/lab/lab_steps.sh
-export NCCL_NVLS_ENABLE=0
-P="python3 -m pytest -q -m gpu -p no:cacheprovider"
 NEW=$PWD OLD=/tmp/t_old
-( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
-build_trees "$NEW" "$OLD"
-wait
-export PYTHONPATH=/tmp/peers/site:$PYTHONPATH
-split() {  # split TREE GPU ROUND
-  local root=$NEW; [ "$1" = old ] && root=$OLD
-  (cd "$root" && CUDA_VISIBLE_DEVICES=$2 PYTHONPATH=$root AITER_LITE_CACHE_DIR=/tmp/c_$1 timeout 150 python3 \
-    "$NEW/bench/lab/conv_seq_idx_split.py" "$1-gpu$2-r$3") > "$L/split_$1_$3.txt" 2>&1
-}
-split old 0 1 & split new 1 1 & wait
-split new 0 2 & split old 1 2 & wait
-echo "split A/B done at $((SECONDS - t0)) s"
-cat "$L"/split_*.txt | grep -E "^\| (old|new)" | sort -t'|' -k4,4 -k3,3 -k2,2 | cut -c1-200
+peers_and_trees "$NEW" "$OLD"
+ab_two_gpus conv_seq_idx_split.py
+cat "$L"/ab_*.txt | grep -E "^\| (old|new)" | sort -t'|' -k4,4 -k3,3 -k2,2 | cut -c1-200
 export AITER_LITE_CACHE_DIR=/tmp/c_new
 ( CUDA_VISIBLE_DEVICES=0 timeout 240 $P tests/test_gpu_causal_conv1d_states.py tests/test_gpu_causal_conv1d.py \
     > "$L/tests_a.txt" 2>&1

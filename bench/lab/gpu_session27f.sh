@@ -3,12 +3,8 @@
 # (tests/test_gpu_peer_suite.py) and the forward suite, built cold.
 #   bash bench/gpu.sh lab/gpu_session27f.sh
 source bench/lab/lab_steps.sh
-P="python3 -m pytest -q -m gpu -p no:cacheprovider"
-( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
-build_tree "$PWD" /tmp/c_new "$L/build_new.txt"
-echo "build: $(tail -n 2 "$L/build_new.txt" | tr '\n' ' ') at $((SECONDS - t0)) s"
-wait
-export PYTHONPATH=/tmp/peers/site:$PYTHONPATH AITER_LITE_CACHE_DIR=/tmp/c_new
+peers_and_tree "$PWD" /tmp/c_new
+export AITER_LITE_CACHE_DIR=/tmp/c_new
 timeout 150 $P tests/test_gpu_peer_suite.py -rA > "$L/tests_peer.txt" 2>&1
 echo "peer suite rc=$? at $((SECONDS - t0)) s: $(grep -E "^FAILED|^ERROR|passed|failed" "$L/tests_peer.txt" | tail -n 3 | tr '\n' ' ')"
 timeout $((250 - (SECONDS - t0))) $P tests/test_gpu_causal_conv1d.py > "$L/tests_conv.txt" 2>&1

@@ -2,7 +2,8 @@
 # from the repository root): sourcing it sets the shell options, the log folder $L (under $OUT) and the start
 # time $t0, and prints the GPU; every step below runs under a timeout.
 set -uo pipefail
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the lent machines
+P="python3 -m pytest -q -m gpu -p no:cacheprovider"
 OUT=${OUT:-/tmp/out}; L=$OUT/logs; mkdir -p "$L"
 nvidia-smi -L; date -u
 t0=$SECONDS
@@ -27,11 +28,12 @@ build_trees() {
 }
 
 # peers_and_trees NEW OLD: the peers (bench/peer_cache.py: causal-conv1d with its backward, fla) unpacked into
-# /tmp/peers (log peers.txt) while build_trees builds NEW and OLD.
+# /tmp/peers (log peers.txt) while build_trees builds NEW and OLD; then the peers on PYTHONPATH.
 peers_and_trees() {
   ( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
   build_trees "$1" "$2"
   wait
+  export PYTHONPATH=/tmp/peers/site:$PYTHONPATH
 }
 
 # states_checks TESTS SAN_TESTS RACE_TESTS TEST_S SAN_S RACE_S: the GPU tests of tests/test_gpu_causal_conv1d_states.py
@@ -74,4 +76,45 @@ gpu_checks() {
 check_summary() {
   grep -E "^FAILED|^ERROR|passed|failed|tests rc" "$L/tests.txt" | tail -n 12
   grep -hE "ERROR SUMMARY|Invalid|passed|failed|memcheck rc" "$L/memcheck.txt" | tail -n 4
+}
+
+# peers_and_tree ROOT CACHE: the peers unpacked into /tmp/peers (log peers.txt) while the tree at ROOT builds into CACHE
+# (log build_new.txt); then the peers on PYTHONPATH.
+peers_and_tree() {
+  ( timeout 200 python3 bench/peer_cache.py --peers .peers --cache /tmp/peers > "$L/peers.txt" 2>&1 ) &
+  build_tree "$1" "$2" "$L/build_new.txt"
+  echo "build: $(tail -n 2 "$L/build_new.txt" | tr '\n' ' ') at $((SECONDS - t0)) s"
+  wait
+  export PYTHONPATH=/tmp/peers/site:$PYTHONPATH
+}
+
+# ab_two_gpus SCRIPT: on a machine of two GPUs, bench/lab/SCRIPT from $OLD (cache /tmp/c_old) on GPU 0 and from $NEW
+# (/tmp/c_new) on GPU 1 at once, then swapped; labels TREE-gpuG-rR, each run's output in $L/ab_TREE_R.txt. The trees
+# come from build_trees (peers_and_trees).
+ab_two_gpus() {
+  ab_one() {  # ab_one TREE GPU ROUND
+    local root=$NEW; [ "$1" = old ] && root=$OLD
+    (cd "$root" && CUDA_VISIBLE_DEVICES=$2 PYTHONPATH=$root AITER_LITE_CACHE_DIR=/tmp/c_$1 timeout 150 python3 \
+      "$NEW/bench/lab/$SCRIPT" "$1-gpu$2-r$3") > "$L/ab_$1_$3.txt" 2>&1
+  }
+  local SCRIPT=$1
+  ab_one old 0 1 & ab_one new 1 1 & wait
+  ab_one new 0 2 & ab_one old 1 2 & wait
+  echo "A/B ($SCRIPT) done at $((SECONDS - t0)) s"
+}
+
+# cp_two_gpus [BENCH ARGS]: on a machine of two GPUs, tests/test_gpu_distributed_cp.py (tests_cp.txt), then
+# bench/bench_cp_conv.py under torchrun with BENCH ARGS (cp.txt); their summary lines and the bench's table printed.
+# With --profile DIR, each of the last two ranks' CP profiles as kernel and device time.
+cp_two_gpus() {
+  timeout 200 $P tests/test_gpu_distributed_cp.py > "$L/tests_cp.txt" 2>&1
+  echo "cp tests rc=$? at $((SECONDS - t0)) s"; grep -E "^FAILED|^ERROR|passed|failed" "$L/tests_cp.txt" | tail -n 4
+  timeout 240 torchrun --nproc-per-node=2 bench/bench_cp_conv.py "$@" > "$L/cp.txt" 2>&1
+  echo "cp rc=$? at $((SECONDS - t0)) s"
+  grep -E "^\|" "$L/cp.txt"
+  for f in "$L"/profile/*_cp_rank*.txt; do
+    [ -f "$f" ] || continue
+    echo "== $f"; grep -E "^(void|ncclDev|at::)" "$f" | python3 -c "import sys
+for l in sys.stdin: c = l[70:].split(); print(l[:70].strip()[-50:], c[5], c[-1])"
+  done
 }
