@@ -825,10 +825,7 @@ void causal_conv1d_fwd(const CausalConv1dFwdParams& p, void* stream_ptr) {
     }
     const FwdDenseFeaturesPlan dense = fwd_dense_features_plan(p);
     if (dense.takes) return fwd_dense_features_run(p, dense, w, stream);
-    // Rows shorter than the filter are all head: the features kernel alone writes every output, where the split
-    // below ran the plain kernels over all of them first (68 us for 8 x 4096 rows of 3 tokens, H200: the heads a
-    // context-parallel rank recomputes with its halo).
-    if (!fwd_states_split(p) || (p.cu_seqlens == nullptr && p.seqlen < p.width)) return fwd_features_run(p, w, stream);
+    if (!fwd_states_split(p)) return fwd_features_run(p, w, stream);
     // Initial/final states, packed sequences or seq_idx on a layout that is not channel-last: the plain kernels
     // write every output (varlen: one row of `tokens` positions per channel), exact where the window lies in
     // one sequence past the row's start; then, in stream order, the per-output kernel rewrites the first

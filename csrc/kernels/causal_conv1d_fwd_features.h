@@ -26,12 +26,16 @@ inline bool fwd_has_features(const CausalConv1dFwdParams& p) {
 // width-1-th position on; their outputs at padded sequences and past the last one are not specified (vLLM's
 // convention: nobody reads them). On an H100 (2026-11-27) the dense varlen kernel this replaced ran 64 prompts
 // of 1-4096 tokens at 0.68 of a copy, bound by instruction issue on the sequence tracking.
+// Rows shorter than the filter (not varlen) are all head: the plain pass would compute outputs the fix-up rewrites
+// every one of (68 us for 8 x 4096 rows of 3 tokens on an H200: the heads a context-parallel rank recomputes with
+// its halo), so the features kernel takes them alone.
 inline bool fwd_states_split(const CausalConv1dFwdParams& p) {
   // A pool (state_indices, has_initial_state) only with varlen; seq_idx never with it (causal_conv1d_params.h).
   const bool features_split = p.cu_seqlens != nullptr ? p.seq_idx == nullptr
                                                       : p.state_indices == nullptr && p.has_initial_state == nullptr;
   const bool channel_last = p.dim == 1 || (p.x_dim_stride == 1 && p.out_dim_stride == 1);
-  return features_split && !channel_last && p.seqlen > 0;
+  const bool all_head = p.cu_seqlens == nullptr && p.seqlen < p.width;
+  return features_split && !channel_last && p.seqlen > 0 && !all_head;
 }
 
 // fwd_features_run's out_len for a split call with seq_idx: rewrite the outputs whose window meets a change of
