@@ -9,8 +9,8 @@ general CP path on one rank (passthrough off: every step but the P2P); per varia
 per back-to-back call, the median CUDA-graph replay time (L2 flushed) and the device operations per call
 (torch.profiler); each forward output against the plain op's. Two or more ranks: B=8 fixed-length rows of
 4096 tokens per rank and 64 packed sequences of 32768 tokens per rank: fwd+bwd per rank, plain and CP, one
-P2P halo round trip, the plain op given this rank's sequence ids (packed input), and fla's CP conv; medians of CUDA events, ranks aligned by a
-barrier, eager and replayed from a CUDA graph.
+P2P halo round trip, the plain op given this rank's sequence ids (packed input), and fla's CP conv; medians of
+CUDA events, ranks aligned by a barrier, eager and replayed from a CUDA graph.
 """
 from __future__ import annotations
 
@@ -100,6 +100,12 @@ def packed_ids(count: int, length: int, gen) -> list:
     return [0] + torch.randperm(length - 1, generator=gen)[:count - 1].add(1).sort().values.tolist() + [length]
 
 
+def seq_ids(cu: list, start: int, stop: int) -> torch.Tensor:
+    """int32 [1, stop - start]: the sequence (index into cu_seqlens) of each token start .. stop - 1."""
+    positions = torch.arange(start, stop)
+    return torch.searchsorted(torch.tensor(cu), positions, right=True).sub(1).to(torch.int32).unsqueeze(0)
+
+
 def one_rank(args, dtype) -> None:
     rows, checks = [], []
     for shape in args.shapes.split(","):
@@ -114,10 +120,9 @@ def one_rank(args, dtype) -> None:
                    torch.randn(batch, d, length, device="cuda", generator=gen).to(dtype)) for _ in range(3)]
         if packed:
             cu = packed_ids(b, length, torch.Generator().manual_seed(0))
-            ids = torch.searchsorted(torch.tensor(cu), torch.arange(length), right=True).sub(1).to(torch.int32)
             ctx = build_cp_context(args.width, cu_seqlens=cu)
             general = build_cp_context(args.width, cu_seqlens=cu)
-            plain = {"seq_idx": ids.unsqueeze(0).cuda()}
+            plain = {"seq_idx": seq_ids(cu, 0, length).cuda()}
         else:
             ctx = build_cp_context(args.width, local_len=length)
             general = build_cp_context(args.width, local_len=length, layout="zigzag")
@@ -231,9 +236,8 @@ def many_ranks(args, dtype) -> None:
             fla = None
         plain_seq = None  # packed: the plain op given this rank's tokens' sequence ids (what one GPU would run)
         if batch == 1:
-            positions = torch.arange(dist.get_rank() * local, (dist.get_rank() + 1) * local)
-            ids = torch.searchsorted(torch.tensor(cu), positions, right=True).sub(1).to(torch.int32)
-            plain_seq = functools.partial(step({"seq_idx": ids.unsqueeze(0).cuda()}), x, w, b, dout)
+            ids = seq_ids(cu, dist.get_rank() * local, (dist.get_rank() + 1) * local).cuda()
+            plain_seq = functools.partial(step({"seq_idx": ids}), x, w, b, dout)
         fns = {"plain": functools.partial(step({}), x, w, b, dout), "plain seq": plain_seq,
                "cp": functools.partial(step({"cp_context": ctx}), x, w, b, dout),
                "trip": round_trip(torch.randn(batch, dim, width - 1, device="cuda", dtype=dtype)), "fla": fla}
@@ -251,7 +255,8 @@ def many_ranks(args, dtype) -> None:
             tag = name.split()[0].replace("=", "")
             for key in ("plain", "plain seq", "cp", "fla"):
                 if fns[key] is not None:
-                    table = profile_table(fns[key], Path(args.profile) / f"{tag}_{key.replace(' ', '_')}_rank{dist.get_rank()}.txt")
+                    path = Path(args.profile) / f"{tag}_{key.replace(' ', '_')}_rank{dist.get_rank()}.txt"
+                    table = profile_table(fns[key], path)
                     if dist.get_rank() == world - 1:
                         print(f"\nrank {world - 1}, {name}, {key}: device time by kernel\n{table}", flush=True)
     if dist.get_rank() == 0:

@@ -358,14 +358,7 @@ def job_gpu_world_one(rank, world, _):
             for passthrough in (True, False):  # both paths: no host sync, and the same from a CUDA graph
                 ctx.passthrough = passthrough
                 where = f"{name} {dtype} {'passthrough' if passthrough else 'general path'}"
-                torch.cuda.synchronize()
-                torch.cuda.set_sync_debug_mode("error")  # a synchronising CUDA call raises
-                try:
-                    _plain_fwd_bwd(xx, w, b, dout[:xx.shape[0]], None, ctx)
-                except RuntimeError as e:
-                    raise AssertionError(f"{where}: a host sync in a CP call: {e}") from e
-                finally:
-                    torch.cuda.set_sync_debug_mode(0)
+                _no_host_sync(xx, w, b, dout[:xx.shape[0]], ctx, where)
                 _graph_matches_eager(xx, w, b, dout[:xx.shape[0]], ctx, tol, where, gen)
 
 
@@ -393,15 +386,20 @@ def job_gpu_graphs(rank, world, _):
             dout = torch.randn(batch, 64, length, generator=gen, device=DEVICE).to(dtype)
             where = f"{name} {dtype} rank {rank} of {world}"
             _plain_fwd_bwd(x, w, b, dout, None, ctx)  # warm: the P2P communicators exist after the first exchange
-            torch.cuda.synchronize()
-            torch.cuda.set_sync_debug_mode("error")  # a synchronising CUDA call raises
-            try:
-                _plain_fwd_bwd(x, w, b, dout, None, ctx)
-            except RuntimeError as e:
-                raise AssertionError(f"{where}: a host sync in a CP call: {e}") from e
-            finally:
-                torch.cuda.set_sync_debug_mode(0)
+            _no_host_sync(x, w, b, dout, ctx, where)
             _graph_matches_eager(x, w, b, dout, ctx, tol, where, gen)
+
+
+def _no_host_sync(x, w, b, dout, ctx, where):
+    """A CP forward + backward with every synchronising CUDA call raising."""
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        _plain_fwd_bwd(x, w, b, dout, None, ctx)
+    except RuntimeError as e:
+        raise AssertionError(f"{where}: a host sync in a CP call: {e}") from e
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
 
 
 def _graph_matches_eager(x, w, b, dout, ctx, tol, where, gen):
@@ -441,5 +439,5 @@ def _plain_fwd_bwd(x, w, b, dout, seq_idx, ctx):
     return out.detach(), (x.grad, w.grad, b.grad)
 
 
-JOBS = {"gpu_world_one": job_gpu_world_one, "gpu_graphs": job_gpu_graphs, "random": job_random_cases, "fixed": job_fixed_cases, "mismatch": job_mismatch, "bad_calls": job_bad_calls,
-        "world_one": job_world_one}
+JOBS = {"gpu_world_one": job_gpu_world_one, "gpu_graphs": job_gpu_graphs, "random": job_random_cases,
+        "fixed": job_fixed_cases, "mismatch": job_mismatch, "bad_calls": job_bad_calls, "world_one": job_world_one}
