@@ -261,6 +261,20 @@ def test_wgmma_default_config_by_waves():
         default_config("wgmma_16", 4096, 4096, max_smem_per_block=163 * 1024)
 
 
+def test_wgmma_default_config_few_rows_takes_64_row_tiles():
+    """With at most 64 rows of A only the 64-row wgmma configs compete: the waves alone pick 128 x 128 tiles
+    for 1..64 x 11008 x 4096, which measured 1.03-1.18x the 64 x 64 tiles' time (H200, session 28). One row
+    more, and the 128-row configs are back; an epilogue or an M-major A keeps the rule (their 64-row kernels
+    exist)."""
+    for m in (1, 7, 16, 32, 64):
+        for n in (4096, 11008, 14336, 32000):
+            for kw in ({}, {"epilogue": True}, {"a_k_major": False}):
+                c = MATMUL_CONFIGS[default_config("wgmma_16", m, n, k=4096, **kw)]
+                assert c.bm == 64, (m, n, kw, c)
+    assert MATMUL_CONFIGS[default_config("wgmma_16", 16, 11008, k=4096)].split_k == 1
+    assert MATMUL_CONFIGS[default_config("wgmma_16", 65, 11008, k=4096)].bm == 128
+
+
 def test_wgmma_wrappers_are_generated():
     """csrc/include/wgmma.cuh's wgmma.mma_async wrappers are what tools/gen_wgmma.py writes."""
     import subprocess

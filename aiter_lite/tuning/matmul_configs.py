@@ -264,7 +264,8 @@ def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_
     sm_count // size); a unit costs BM * BN * ceil(k_tiles / split_k) / rate (+ WGMMA_SPLIT_K_OVERHEAD
     under split-K); cost = ceil(units / slots) * that; ties go to the lower index. The 2 x 2 clusters
     (cluster_n > 1) compete only when B's rows are off the sector grid; an M-major A (a_k_major False)
-    takes only the configs that have its kernel (wgmma_has_kernel), and so does a call with an epilogue."""
+    takes only the configs that have its kernel (wgmma_has_kernel), and so does a call with an epilogue.
+    With at most 64 rows of A only the 64-row configs compete (all of them where none qualifies)."""
     def slots_of(size):
         if size == 1:
             return sm_count
@@ -279,7 +280,10 @@ def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_
         return float(-(-units // slots)) * per_unit
     candidates = [c for c in fits
                   if (off_sector or c.cluster_n == 1) and wgmma_has_kernel(c, a_k_major, False, epilogue)]
-    return min(candidates, key=lambda c: (cost(c), c.index)).index
+    # At most 64 rows of A: only the 64-row configs compete, where one can run (a 128-row tile would
+    # load the same B and run twice the MMA on padding).
+    few_rows = [c for c in candidates if c.bm <= 64] if m <= 64 else []
+    return min(few_rows or candidates, key=lambda c: (cost(c), c.index)).index
 
 
 def default_config(path: str, m: int, n: int, batch: int = 1, sm_count: int = 132,

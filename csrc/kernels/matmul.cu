@@ -391,16 +391,8 @@ bool wgmma_b_rows_off_sector(const MatmulParams& p, bool b_k_major) {
   return p.m > 256 && lines > 1 && stride % 16 == 8;
 }
 
-// Config -1 on the wgmma path: the config (that fits the device) whose work is predicted to finish
-// first. Work units are tiles (a multicast cluster's tiles count as one); a wave runs one unit per
-// slot (an SM, or a cluster of SMs: cluster_m x cluster_n x split_k of them, as many as
-// cluster_slots says fit); a unit costs BM x BN x its k-tiles (ceil(k_tiles / split_k)) / rate, plus
-// kWgmmaSplitKOverhead under split-K. Cost = waves x that; ties go to the lower index. The 2 x 2
-// clusters (cluster_n > 1) are only considered for B rows off the sector grid: elsewhere they were
-// slower in every measurement (4096^3 bf16 0.80x cuBLAS against 0.93x, 2048^3 0.57x against 0.97x:
-// 30 clusters of 4 leave 12 of 132 SMs idle). aiter_lite/tuning/matmul_configs.py (default_config)
-// mirrors this, operation for operation.
-int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
+// wgmma_choose_config (below) over the configs of at most max_bm rows (0: any); -1 if none qualifies.
+int wgmma_choose_config_rows(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue, int max_bm) {
   const int64_t smem_limit = max_smem_per_block();
   const bool off_sector = wgmma_b_rows_off_sector(p, b_k_major);
   int best = -1;
@@ -408,6 +400,7 @@ int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, b
   for (int i = 0; i < kMatmulNumConfigs; ++i) {
     const MatmulTileConfig& c = kMatmulConfigs[i];
     if (c.path != MatmulPath::kWgmma16 || config_smem(c, p.dtype) > smem_limit) continue;
+    if (max_bm > 0 && c.bm > max_bm) continue;
     if (c.cluster_n > 1 && !off_sector) continue;
     if (!matmul_detail::wgmma_has_kernel(i, a_k_major, b_k_major, epilogue)) continue;
     const int64_t tiles_m = (p.m + c.bm - 1) / c.bm, tiles_n = (p.n + c.bn - 1) / c.bn;
@@ -424,8 +417,28 @@ int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, b
       best_cost = cost;
     }
   }
-  if (best < 0) invalid("no wgmma config fits this device's shared memory");
   return best;
+}
+
+// Config -1 on the wgmma path: the config (that fits the device) whose work is predicted to finish
+// first. Work units are tiles (a multicast cluster's tiles count as one); a wave runs one unit per
+// slot (an SM, or a cluster of SMs: cluster_m x cluster_n x split_k of them, as many as
+// cluster_slots says fit); a unit costs BM x BN x its k-tiles (ceil(k_tiles / split_k)) / rate, plus
+// kWgmmaSplitKOverhead under split-K. Cost = waves x that; ties go to the lower index. The 2 x 2
+// clusters (cluster_n > 1) are only considered for B rows off the sector grid: elsewhere they were
+// slower in every measurement (4096^3 bf16 0.80x cuBLAS against 0.93x, 2048^3 0.57x against 0.97x:
+// 30 clusters of 4 leave 12 of 132 SMs idle). aiter_lite/tuning/matmul_configs.py (default_config)
+// mirrors this, operation for operation.
+//
+// A with at most 64 rows fills one 64-row tile: a 128-row tile loads the same B and runs twice the MMA on
+// padding, so there only the 64-row configs compete (any other where none can run). H200, session 28
+// (bench/lab/matmul_small_m_configs.py, b row-major): 1..64 x 11008 x 4096 ran 38.7-43.8 us on 64 x 64 tiles
+// (config 16) against 40.0-51.6 on the 128 x 128 tiles the waves alone chose (config 15).
+int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
+  const int best = wgmma_choose_config_rows(p, a_k_major, b_k_major, epilogue, p.m <= 64 ? 64 : 0);
+  const int any = best >= 0 ? best : wgmma_choose_config_rows(p, a_k_major, b_k_major, epilogue, 0);
+  if (any < 0) invalid("no wgmma config fits this device's shared memory");
+  return any;
 }
 
 // The wgmma kernel where the layout qualifies, else the mma.sync kernel with its default config.
