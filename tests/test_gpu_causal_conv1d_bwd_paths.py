@@ -215,12 +215,13 @@ def test_new_paths_bitwise_reproducible(shape, layout):
 @pytest.mark.parametrize("x_layout", ["contiguous", "channel_last"])
 @pytest.mark.parametrize("x_dtype,w_dtype", PAIRS)
 @pytest.mark.parametrize("width", [2, 4, 7])
-@pytest.mark.parametrize("shape", [(2, 64, 1000), (1, 40, 777), (3, 200, 4096)])
+@pytest.mark.parametrize("shape", [(2, 64, 1000), (1, 40, 777), (3, 200, 4096), (2, 66, 130), (1, 130, 67)])
 def test_dout_in_the_other_layout(shape, width, x_dtype, w_dtype, x_layout, features):
     """dout in the other fast layout than x (a gradient arriving transposed): the backward stages dout in x's
-    layout in its workspace (a tiled transpose) and runs the rows or channel-last kernel instead of the tile
-    kernel. Gradients of x, weight, bias and the initial states against the float64 reference, with and without
-    seq_idx and states; odd L; NaN-poisoned allocator."""
+    layout in its workspace (a tiled transpose; 16-bit elements two at a time where rows and strides are even) and
+    runs the rows or channel-last kernel instead of the tile kernel. Gradients of x, weight, bias and the initial
+    states against the float64 reference, with and without seq_idx and states; odd L (the element path, or a last
+    pair cut in half), tiles cut at both ends (D = 66, 130); NaN-poisoned allocator."""
     torch.manual_seed(width)
     b, d, length = shape
     tol = max(GRAD_TOL[x_dtype], GRAD_TOL[w_dtype])
