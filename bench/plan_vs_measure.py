@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 from records import parse_shapes, read_run, write_run  # noqa: E402
 
-from aiter_lite.tuning.matmul_configs import configs_for  # noqa: E402
+from aiter_lite.tuning.matmul_configs import configs_for, tc_config_on_sm90  # noqa: E402
 from aiter_lite.tuning.planner import rank_table_configs, table_order  # noqa: E402
 
 # (M, N, K): big square (compute bound, many configs tie in the model), a mid square, a K-heavy small
@@ -158,7 +158,9 @@ def measure(args) -> int:
             if tuner.tunings != n_tuned + 1:
                 print(f"  note: the autotuner tuned {tuner.tunings - n_tuned} times for this call", flush=True)
             measured = {}
-            for cfg in p["configs"]:
+            # An sm_90 device runs the sm_90a image, which holds two mma.sync configs per path (wgmma's fallback).
+            sm90 = torch.cuda.get_device_capability(device) == (9, 0) and p["path"] != "simt"
+            for cfg in [c for c in p["configs"] if not sm90 or tc_config_on_sm90(c)]:
                 fn = (lambda c=cfg: aiter_lite.matmul(a, b, out, allow_tf32=tf32, variant=p["variant"], config=c))
                 err = check(fn)
                 measured[cfg] = record("aiter_lite", cfg, time_us(fn), err)["us"]
