@@ -26,8 +26,11 @@ def fake_info(index):
     return at.DeviceInfo(DEVICE, "sm_90", H100_SXM)
 
 
-def wgmma_configs(elem=2, smem=H100_SXM.smem_per_block):
-    return [c.index for c in MATMUL_CONFIGS if c.path == WGMMA and c.smem_bytes(elem) <= smem]
+def wgmma_configs(elem=2, smem=H100_SXM.smem_per_block, m=4096):
+    """The wgmma configs the autotuner times beside the planner's for an m-row A: those that fit, less the ones that
+    load fewer rows of A than m (a_rows)."""
+    return [c.index for c in MATMUL_CONFIGS if c.path == WGMMA and c.smem_bytes(elem) <= smem
+            and not (c.a_rows and m > c.a_rows)]
 
 
 class FakeGPU:
@@ -397,3 +400,14 @@ def test_importing_the_tuner_does_not_import_torch():
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
     assert r.returncode == 0, r.stderr
+
+
+def test_configs_loading_16_rows_of_a_are_timed_only_for_16_rows_or_fewer(tmp_path):
+    """The a_rows configs compute only their rows of A (a forced one falls back on more): the autotuner times them
+    for A of at most that many rows, not beyond."""
+    tuner, _ = make_tuner(tmp_path)
+    for m, timed in ((16, True), (17, False)):
+        a, b, _ = operands(m, 4096, 4096, torch.bfloat16)
+        key = tuner.key(a, b, False, "wgmma")
+        _, others = tuner.candidates(key, H100_SXM, m, 4096, 4096, 1)
+        assert any(MATMUL_CONFIGS[c].a_rows for c in others) == timed, (m, others)

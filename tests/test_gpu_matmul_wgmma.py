@@ -142,6 +142,11 @@ def _run(a, b, mode, variant="wgmma", config=-1, out=None, expect="wgmma"):
         out = _poisoned(a, b)
     if expect == "simt" and variant == "auto" and config == -1 and a.shape[-2] <= SKINNY_MAX_M:
         expect = "skinny"  # few rows of A on a layout the tensor cores cannot load (test_gpu_matmul_skinny.py)
+    if expect == "wgmma" and config >= 0:
+        from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
+
+        if 0 < MATMUL_CONFIGS[config].a_rows < a.shape[-2]:
+            expect = "tensor_core"  # a config that loads a_rows rows of A serves no more; forced, it falls back
     plan = matmul_plan(a, b, out, variant=variant, config=config)
     kernel, cfg = plan.split()
     assert kernel == expect, f"expected the {expect} kernel, the dispatch plans {plan!r}"
@@ -216,6 +221,56 @@ def test_every_config(index, shape, b_layout, gen):
     768 x 256), odd numbers of tile rows and columns for the clusters (1100 x 1200), and more tiles
     than CTAs (4096 x 4096: the persistent loop runs several tiles per CTA, the ring wraps many times)."""
     _check_config(index, *shape, gen, f"config {index} {shape} B {b_layout}", b_layout)
+
+
+def _few_rows_configs():
+    return [c.index for c in _wgmma_configs() if c.a_rows]
+
+
+@needs_sm90
+@pytest.mark.parametrize("b_layout", ["pad8", "t8"])
+@pytest.mark.parametrize("m", [1, 5, 16, 17])
+@pytest.mark.parametrize("index", [-1] + _few_rows_configs())
+def test_few_rows_configs(index, m, b_layout, gen):
+    """The configs that load only 16 rows of A (their m64 wgmma reads the rest of the block from whatever follows in
+    shared memory, rows never stored): M = 1, 5, 16 against float64 with NaN-poisoned out, N and K tails, K long
+    enough that the ring of 12 or 21 stages wraps many times, a batch with a broadcast B, and the fused epilogue (bias,
+    gelu_tanh, residual, alpha, beta) whose garbage rows must not leak; M = 17 forced onto one falls back to mma.sync,
+    and under auto takes a 64-row config. Auto (-1) with M <= 16 runs one of them on 4095 columns (64 tiles)."""
+    from aiter_lite.ops import matmul_ref
+    from aiter_lite.ops.matmul import matmul_plan
+    from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
+
+    import aiter_lite
+
+    for mode in DTYPES:
+        dt = DTYPES[mode]
+        for batch, n, k in ((None, 4095, 4096 + 72), (3, 264, 136)):
+            a = _a(m, k, dt, gen, batch=batch)
+            b = _b(k, n, dt, gen, b_layout)
+            if batch is not None:
+                b = b.expand(batch, k, n)
+            variant = "auto" if index < 0 else "wgmma"
+            kernel, cfg = matmul_plan(a, b, variant=variant, config=index).split()
+            if m <= 16 and (index >= 0 or batch is None):  # auto on 3 x 5 tiles: split-K (wgmma_choose_few_rows)
+                assert kernel == "wgmma" and MATMUL_CONFIGS[int(cfg)].a_rows == 16, (kernel, cfg)
+            elif m <= 16:
+                assert kernel == "wgmma", (kernel, cfg)
+            elif index >= 0:
+                assert kernel == "tensor_core", (kernel, cfg)
+            else:
+                assert kernel == "wgmma" and not MATMUL_CONFIGS[int(cfg)].a_rows, (kernel, cfg)
+            out = _poisoned(a, b)
+            aiter_lite.matmul(a, b, out, variant=variant, config=index)
+            _check(out, a, b, mode, f"config {index} M={m} N={n} K={k} batch={batch} B {b_layout} {mode}")
+            kw = dict(bias=_randn(n, dtype=torch.float32, gen=gen), activation="gelu_tanh",
+                      residual=_randn(*out.shape, dtype=dt, gen=gen), alpha=0.5, beta=-1.5)
+            out = _poisoned(a, b)
+            aiter_lite.matmul(a, b, out, variant=variant, config=index, **kw)
+            ref = matmul_ref(a, b, **kw)
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert torch.isfinite(out).all() and err <= TOL[mode], \
+                f"epilogue config {index} M={m} N={n} B {b_layout} {mode}: {err:.2e}"
 
 
 @needs_sm90

@@ -15,11 +15,11 @@ HEADER = Path(__file__).resolve().parent.parent / "csrc" / "include" / "matmul_c
 CPP_PATHS = {"kSimt": "simt", "kTensorCore16": "tensor_core_16", "kTensorCoreTf32": "tensor_core_tf32",
              "kWgmma16": "wgmma_16", "kWgmmaTf32": "wgmma_tf32"}
 
-# {path, bm, bn, bk, warps_m, warps_n, stages[, cluster_m[, split_k[, epilogue_overlap[, cluster_n]]]]}:
-# the optional fields default to 1, 1, 0 and 1.
+# {path, bm, bn, bk, warps_m, warps_n, stages[, cluster_m[, split_k[, epilogue_overlap[, cluster_n[, a_rows]]]]]}:
+# the optional fields default to 1, 1, 0, 1 and 0.
 ENTRY = re.compile(r"/\*\s*(\d+)\s*\*/\s*\{\s*MatmulPath::(\w+)\s*,"
                    r"\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*"
-                   r"(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\}\s*,")
+                   r"(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\}\s*,")
 DEFAULT = re.compile(r"/\*\s*(\w+)\s*\*/\s*(-?\d+)\s*,")
 
 
@@ -49,10 +49,11 @@ def header_configs(header_text):
         assert m, f"table line not in the one-entry-per-line form: {line!r}"
         idx, path, *nums = m.groups()
         assert path in CPP_PATHS, f"unknown MatmulPath {path} in {line!r}"
-        nums[-4] = nums[-4] or "1"  # cluster_m's default
-        nums[-3] = nums[-3] or "1"  # split_k's default
-        nums[-2] = nums[-2] or "0"  # epilogue_overlap's default
-        nums[-1] = nums[-1] or "1"  # cluster_n's default
+        nums[-5] = nums[-5] or "1"  # cluster_m's default
+        nums[-4] = nums[-4] or "1"  # split_k's default
+        nums[-3] = nums[-3] or "0"  # epilogue_overlap's default
+        nums[-2] = nums[-2] or "1"  # cluster_n's default
+        nums[-1] = nums[-1] or "0"  # a_rows's default
         entries.append((int(idx), CPP_PATHS[path], *map(int, nums)))
     return entries
 
@@ -192,7 +193,8 @@ def test_wgmma_split_k_smem():
     configs that defer d > 1 pieces of their stores have d epilogue slots per warp."""
     for c in configs_for("wgmma_16"):
         slots = max(1, c.epilogue_overlap)
-        base = c.stages * c.bk * (c.bm + c.bn) * 2 + c.warps * WGMMA_EPILOGUE_BYTES_PER_WARP * slots + WGMMA_SMEM_EXTRA
+        a_rows = c.a_rows or c.bm  # a_rows configs stage only that many rows of A
+        base = c.stages * c.bk * (a_rows + c.bn) * 2 + c.warps * WGMMA_EPILOGUE_BYTES_PER_WARP * slots + WGMMA_SMEM_EXTRA
         assert c.smem_bytes(2) == base + (c.bm * c.bn * 4 if c.split_k > 1 else 0)
 
 
@@ -244,14 +246,17 @@ def test_wgmma_default_config_by_waves():
     """config=-1 on the wgmma path (wgmma_choose_config in matmul.cu), on the Hopper issue's shapes,
     with the rates measured by the per-config sweep on an H100: the 128x256 tile with deferred stores
     for large problems, 128x192 where 128x256 leaves a poor last wave (3000^3: 288 tiles = 2.2 waves,
-    384 of 128x192 = 2.9), 128x64 for 128-row M (128 tiles on 132 SMs), split-K for 16-row M."""
+    384 of 128x192 = 2.9), 128x64 for 128-row M (128 tiles on 132 SMs), split-K for 32-row M (16 rows and
+    fewer: the a_rows configs, next test)."""
     for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (8192, 1024, 8192),
                     (4096, 11008, 4096)):
         c = MATMUL_CONFIGS[default_config("wgmma_16", m, n, k=k)]
         assert (c.bm, c.bn, c.cluster_m, c.split_k, c.epilogue_overlap) == (128, 256, 1, 1, 2), (m, n, k)
     c = MATMUL_CONFIGS[default_config("wgmma_16", 3000, 3000, k=3000)]
     assert (c.bm, c.bn, c.split_k) == (128, 192, 1)
-    c = MATMUL_CONFIGS[default_config("wgmma_16", 16, 4096, k=4096)]
+    c = MATMUL_CONFIGS[default_config("wgmma_16", 16, 4096, k=4096)]  # 16 rows of A: the a_rows config
+    assert (c.bm, c.bn, c.split_k, c.a_rows) == (64, 64, 1, 16)
+    c = MATMUL_CONFIGS[default_config("wgmma_16", 32, 4096, k=4096)]
     assert (c.bm, c.bn, c.split_k) == (64, 64, 2)
     c = MATMUL_CONFIGS[default_config("wgmma_16", 128, 8192, k=8192)]
     assert (c.bm, c.bn, c.split_k) == (128, 64, 1)
@@ -273,6 +278,26 @@ def test_wgmma_default_config_few_rows_takes_64_row_tiles():
                 assert c.bm == 64, (m, n, kw, c)
     assert MATMUL_CONFIGS[default_config("wgmma_16", 16, 11008, k=4096)].split_k == 1
     assert MATMUL_CONFIGS[default_config("wgmma_16", 65, 11008, k=4096)].bm == 128
+
+
+def test_wgmma_default_config_up_to_16_rows_loads_16_rows_of_a():
+    """With at most 16 rows of A the configs that load only 16 rows (a_rows) compete first: the fewest waves of
+    tiles, then the most tiles (H200, session 28: 64 x 128 tiles for 11008 columns, 86 tiles in one wave; 64 x 64 for
+    4096 and 8192, one wave either way); split-K where even 64-column tiles would reach fewer than a quarter of the
+    SMs; none for 17 rows, for an M-major A (no such kernel), or where they do not fit the shared memory."""
+    pick = lambda m, n, **kw: MATMUL_CONFIGS[default_config("wgmma_16", m, n, k=4096, **kw)]  # noqa: E731
+    for m in (1, 7, 16):
+        assert (pick(m, 11008).a_rows, pick(m, 11008).bn) == (16, 128)
+        assert (pick(m, 14336).a_rows, pick(m, 14336).bn) == (16, 128)
+        assert (pick(m, 4096).a_rows, pick(m, 4096).bn) == (16, 64)
+        assert (pick(m, 8192).a_rows, pick(m, 8192).bn) == (16, 64)
+        assert pick(m, 4096, epilogue=True).a_rows == 16
+        assert pick(m, 1024).split_k == 2 and not pick(m, 1024).a_rows
+        assert not pick(m, 4096, a_k_major=False).a_rows
+    assert pick(1, 2176).a_rows == 16 and pick(1, 2048).split_k == 2  # 34 and 32 tiles of 64 columns on 132 SMs
+    assert not pick(1, 4096, batch=40).a_rows or pick(1, 4096, batch=40).bn == 128  # 2560 or 1280 tiles: waves
+    assert not pick(17, 11008).a_rows
+    assert not pick(16, 11008, max_smem_per_block=225280 - 1).a_rows  # config 31 takes 225280 bytes, 32 more
 
 
 def test_wgmma_wrappers_are_generated():

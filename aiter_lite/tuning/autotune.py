@@ -380,7 +380,7 @@ class Autotuner:
             planner = ranked[:self.top_k]
         elem = 2 if key.dtype in ("fp16", "bf16") else 4
         others = [c.index for c in MATMUL_CONFIGS if c.path in _families(key) and c.path not in _PLANNER_PATHS
-                  and c.smem_bytes(elem) <= model.smem_per_block]
+                  and c.smem_bytes(elem) <= model.smem_per_block and not (c.a_rows and m > c.a_rows)]
         return planner, others
 
     def _tune(self, key: TuneKey, model, a, b, out, run: RunFn) -> int:

@@ -53,6 +53,7 @@ class MatmulTileConfig(NamedTuple):
     split_k: int = 1    # wgmma_16 only: CTAs per cluster along K (split-K over one tile)
     epilogue_overlap: int = 0  # wgmma_16 only: 64-column pieces per warp whose stores wait for the next tile
     cluster_n: int = 1  # wgmma_16 only: CTAs per cluster along N (TMA multicast of A)
+    a_rows: int = 0     # wgmma_16 only: rows of A a k-tile loads (0: bm); such a config serves A of at most a_rows rows
 
     @classmethod
     def candidate(cls, path: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
@@ -92,7 +93,8 @@ class MatmulTileConfig(NamedTuple):
             extra += self.bm * self.bn * 4 if self.split_k > 1 else 0
         elif self.path == "wgmma_tf32":  # outputs go straight from registers: no epilogue buffers
             extra = WGMMA_SMEM_EXTRA
-        return self.stages * self.bk * ((self.bm + pad) + (self.bn + pad)) * elem_bytes + extra
+        a_rows = self.a_rows if self.a_rows > 0 else self.bm
+        return self.stages * self.bk * ((a_rows + pad) + (self.bn + pad)) * elem_bytes + extra
 
     def blocks(self, m: int, n: int, batch: int = 1) -> int:
         return -(-m // self.bm) * -(-n // self.bn) * batch
@@ -138,6 +140,8 @@ MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
     MatmulTileConfig(28, _W, 128, 192, 64, 8, 1, 5, 2, 1, 0, 2),  # as 17 in 2 x 2 clusters
     MatmulTileConfig(29, _W, 128, 256, 64, 8, 1, 4, 2, 1, 2, 2),  # as 21 in 2 x 2 clusters
     MatmulTileConfig(30, _W, 128, 128, 64, 8, 1, 6, 2, 1, 0, 2),  # as 15 in 2 x 2 clusters
+    MatmulTileConfig(31, _W, 64, 64, 64, 4, 1, 21, 1, 1, 0, 1, 16),  # as 16, 16 rows of A: 21 stages, 220 KB
+    MatmulTileConfig(32, _W, 64, 128, 64, 4, 1, 12, 1, 1, 0, 1, 16),  # 64x128, 16 rows of A: 12 stages, 226 KB
 )
 
 # Default config per path (kMatmulDefaultConfig): the fastest at 4096^3 and 8192^3 on an H100
@@ -248,11 +252,27 @@ def wgmma_has_kernel(c: MatmulTileConfig, a_k_major: bool = True, b_k_major: boo
     epilogue a K-major A, either B, in the configs the planner can pick: single CTAs and 2 x 2 clusters,
     less those another config always beats (128 x 256 without deferred stores, 128 x 192 with them)."""
     single = c.cluster_m == 1 and c.cluster_n == 1
+    if 0 < c.a_rows < c.bm and not a_k_major:  # a_rows: K-major A only
+        return False
     if epilogue:
         area = c.bm * c.bn
         beaten = (area == 128 * 256 and c.epilogue_overlap == 0) or (area == 128 * 192 and c.epilogue_overlap > 0)
         return a_k_major and c.cluster_m == c.cluster_n and not beaten
     return a_k_major or (not b_k_major and single)
+
+
+def _wgmma_few_rows(fits, m: int, n: int, batch: int, sm_count: int, a_k_major: bool,
+                    epilogue: bool) -> Optional[int]:
+    """wgmma_choose_few_rows in matmul.cu: among the configs that load only a_rows >= m rows of A, the one whose
+    tiles take the fewest waves of CTAs, then the most CTAs; None where none qualifies or where the one with the
+    most tiles would give fewer than a quarter of the SMs a tile (split-K streams more of B at once there)."""
+    rows = [c for c in fits if c.a_rows and m <= c.a_rows and wgmma_has_kernel(c, a_k_major, False, epilogue)]
+    if not rows:
+        return None
+    units = {c.index: -(-n // c.bn) * batch for c in rows}
+    if max(units.values()) * 4 < sm_count:
+        return None
+    return min(rows, key=lambda c: (-(-units[c.index] // sm_count), -units[c.index], c.index)).index
 
 
 def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_sector: bool,
@@ -265,7 +285,8 @@ def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_
     under split-K); cost = ceil(units / slots) * that; ties go to the lower index. The 2 x 2 clusters
     (cluster_n > 1) compete only when B's rows are off the sector grid; an M-major A (a_k_major False)
     takes only the configs that have its kernel (wgmma_has_kernel), and so does a call with an epilogue.
-    With at most 64 rows of A only the 64-row configs compete (all of them where none qualifies)."""
+    With at most 64 rows of A only the 64-row configs compete (all of them where none qualifies); with at most 16,
+    first the configs that load only that many rows of A (_wgmma_few_rows)."""
     def slots_of(size):
         if size == 1:
             return sm_count
@@ -278,8 +299,12 @@ def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_
         per_unit = (float(c.bm * c.bn * k_unit) / _wgmma_rate(c, off_sector)
                     + (WGMMA_SPLIT_K_OVERHEAD if c.split_k > 1 else 0.0))
         return float(-(-units // slots)) * per_unit
+    few = _wgmma_few_rows(fits, m, n, batch, sm_count, a_k_major, epilogue)
+    if few is not None:
+        return few
     candidates = [c for c in fits
-                  if (off_sector or c.cluster_n == 1) and wgmma_has_kernel(c, a_k_major, False, epilogue)]
+                  if (off_sector or c.cluster_n == 1) and wgmma_has_kernel(c, a_k_major, False, epilogue)
+                  and not c.a_rows]
     # At most 64 rows of A: only the 64-row configs compete, where one can run (a 128-row tile would
     # load the same B and run twice the MMA on padding).
     few_rows = [c for c in candidates if c.bm <= 64] if m <= 64 else []

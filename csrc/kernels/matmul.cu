@@ -391,6 +391,30 @@ bool wgmma_b_rows_off_sector(const MatmulParams& p, bool b_k_major) {
   return p.m > 256 && lines > 1 && stride % 16 == 8;
 }
 
+// The a_rows config (one that loads only a_rows >= p.m rows of A) whose tiles take the fewest waves of CTAs, then the
+// most CTAs (more of B in flight at once); -1 where none qualifies or where the one with the most tiles would give
+// fewer than a quarter of the SMs a tile (H200, session 28: 16 x 1024 x 4096 and 7 x 2048 x 2048 ran 13.0 and 9.7 us
+// on config 19 against 15.0-15.2 and 10.2 on 31; 16 x 4096 x 4096, 64 tiles, 16.8-17.3 on 31 against 18.5 on 19).
+int wgmma_choose_few_rows(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
+  const int64_t smem_limit = max_smem_per_block(), sms = sm_count();
+  int best = -1;
+  int64_t best_waves = 0, best_units = 0, most_units = 0;
+  for (int i = 0; i < kMatmulNumConfigs; ++i) {
+    const MatmulTileConfig& c = kMatmulConfigs[i];
+    if (c.path != MatmulPath::kWgmma16 || c.a_rows == 0 || p.m > c.a_rows || config_smem(c, p.dtype) > smem_limit)
+      continue;
+    if (!matmul_detail::wgmma_has_kernel(i, a_k_major, b_k_major, epilogue)) continue;
+    const int64_t units = (p.n + c.bn - 1) / c.bn * p.batch, waves = (units + sms - 1) / sms;
+    most_units = std::max(most_units, units);
+    if (best < 0 || waves < best_waves || (waves == best_waves && units > best_units)) {
+      best = i;
+      best_waves = waves;
+      best_units = units;
+    }
+  }
+  return best >= 0 && most_units * 4 >= sms ? best : -1;
+}
+
 // wgmma_choose_config (below) over the configs of at most max_bm rows (0: any); -1 if none qualifies.
 int wgmma_choose_config_rows(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue, int max_bm) {
   const int64_t smem_limit = max_smem_per_block();
@@ -401,6 +425,7 @@ int wgmma_choose_config_rows(const MatmulParams& p, bool a_k_major, bool b_k_maj
     const MatmulTileConfig& c = kMatmulConfigs[i];
     if (c.path != MatmulPath::kWgmma16 || config_smem(c, p.dtype) > smem_limit) continue;
     if (max_bm > 0 && c.bm > max_bm) continue;
+    if (c.a_rows > 0) continue;  // wgmma_choose_few_rows has chosen among those
     if (c.cluster_n > 1 && !off_sector) continue;
     if (!matmul_detail::wgmma_has_kernel(i, a_k_major, b_k_major, epilogue)) continue;
     const int64_t tiles_m = (p.m + c.bm - 1) / c.bm, tiles_n = (p.n + c.bn - 1) / c.bn;
@@ -434,7 +459,15 @@ int wgmma_choose_config_rows(const MatmulParams& p, bool a_k_major, bool b_k_maj
 // padding, so there only the 64-row configs compete (any other where none can run). H200, session 28
 // (bench/lab/matmul_small_m_configs.py, b row-major): 1..64 x 11008 x 4096 ran 38.7-43.8 us on 64 x 64 tiles
 // (config 16) against 40.0-51.6 on the 128 x 128 tiles the waves alone chose (config 15).
+//
+// A with at most 16 rows: the configs that load only 16 rows of A (a_rows: 31, 64 x 64 tiles, 21 stages; 32, 64 x
+// 128, 12 stages) keep about twice the bytes of B in flight of config 16 (12 stages of 64 x 64 with 64 rows of A),
+// and a few-row product is bound by how fast B streams: H200, session 28, 1..16 x 11008 x 4096 bf16 33.9-34.3 us on
+// config 32 against 40.4-43.9 on 16, cuBLAS 33.4-33.9. wgmma_choose_few_rows picks among them; where even their
+// 64-column tiles would leave three quarters of the SMs idle, split-K (config 19) streams more of B at once.
 int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
+  const int few = wgmma_choose_few_rows(p, a_k_major, b_k_major, epilogue);
+  if (few >= 0) return few;
   const int best = wgmma_choose_config_rows(p, a_k_major, b_k_major, epilogue, p.m <= 64 ? 64 : 0);
   const int any = best >= 0 ? best : wgmma_choose_config_rows(p, a_k_major, b_k_major, epilogue, 0);
   if (any < 0) invalid("no wgmma config fits this device's shared memory");
@@ -538,16 +571,6 @@ bool skinny_preferred(const MatmulParams& s) {
          s.m <= matmul_detail::kSkinnyMaxM;
 }
 
-// A K-contiguous, 16-byte aligned B (w.t()) with 8192..16384 columns, on CUDA.
-bool skinny_wide_wt(const MatmulParams& s) {
-#if defined(AITER_LITE_CUDA)
-  return s.n >= 8192 && s.n <= 16384 && matmul_detail::skinny_b_layout(s, 2) == matmul_detail::SkinnyBLayout::kKVec;
-#else
-  (void)s;
-  return false;
-#endif
-}
-
 // `plan`, or the skinny kernel where `plan` is the SIMT fallback of a tensor-core path (a layout the
 // tensor cores cannot load) and skinny_preferred.
 SlicePlan or_skinny(const MatmulParams& s, const SlicePlan& plan) {
@@ -565,11 +588,6 @@ SlicePlan plan_slice(const MatmulParams& s, MatmulPath path, bool probe) {
   // out (or_skinny): on aligned layouts wgmma measured level with the skinny kernel's tensor-core
   // form or faster (H100, session 22: docs/matmul.md).
   if (skinny_preferred(s) && s.dtype == DType::kFloat32) return {SlicePlan::Kernel::kSkinny, -1, false, false};
-  // fp16/bf16 w.t() (an nn.Linear weight, K-contiguous and 16-byte aligned) with 8192..16384 output columns: the
-  // skinny kernel's tensor-core form beat wgmma there (1 x 11008 x 4096 bf16: 43.2 against 52.1 us, cuBLAS 46.4; H100,
-  // session 22), where wgmma's 128-column tiles leave SMs idle; at 4096 columns wgmma was faster.
-  if (skinny_preferred(s) && s.dtype != DType::kFloat32 && skinny_wide_wt(s))
-    return {SlicePlan::Kernel::kSkinny, -1, false, false};
   switch (path) {
     case MatmulPath::kSimt: return {SlicePlan::Kernel::kSimt, resolve_config(MatmulPath::kSimt, s.config, s), false, false};
     case MatmulPath::kWgmma16: return or_skinny(s, plan_wgmma(s, probe));

@@ -149,7 +149,9 @@ struct WgmmaMatmulTraits {
   // N-major B under an M cluster: each CTA multicasts whole 64-column blocks when BN / 64 splits
   // evenly, else half of the k rows of every block (BN = 192).
   static constexpr bool kBSplitRows = !kBKMajor && kCluster > 1 && (kBN / 64) % kCluster != 0;
-  static constexpr int kARowsPerCta = kBM / kClusterN;         // rows of the A tile each CTA loads
+  // Rows of A a k-tile loads (kCfg.a_rows; the tile's kBM by default), and of those each CTA loads.
+  static constexpr int kALoadRows = kCfg.a_rows > 0 ? kCfg.a_rows : kBM;
+  static constexpr int kARowsPerCta = kALoadRows / kClusterN;
   // 64-column pieces per consumer warp whose global stores wgmma_consumer_overlap defers into the
   // next tile's mainloop (0: wgmma_consumer); each waits in a 2 KB slot of the warp's epilogue buffer.
   static constexpr int kDeferredPieces = kCfg.epilogue_overlap;
@@ -170,7 +172,7 @@ struct WgmmaMatmulTraits {
 
   // Shared-memory layout (offsets from the 1024-aligned base).
   static constexpr int kRowBytes = kBK * 2;                   // 128: one swizzle row
-  static constexpr int kAStageBytes = kBM * kRowBytes;
+  static constexpr int kAStageBytes = kALoadRows * kRowBytes;
   static constexpr int kBStageBytes = kBN * kRowBytes;
   static constexpr int kBColumnBlockBytes = kBK * 128;        // N-major: one 64-wide block of kBK rows
   // M-major A: kBM / 64 blocks of [kBK k rows][64 m], 8 KB each. A block of 64 rows of m takes the
@@ -207,6 +209,11 @@ struct WgmmaMatmulTraits {
   static_assert(kStageWriters * kConsumers * 4 < (1 << 20), "arrival count");
   static_assert(kAKMajor || (kMulticastSize == 1 && kBM % 64 == 0), "M-major A: single CTAs, whole 64-row blocks");
   static_assert(kAColumnBlockBytes == 64 * kRowBytes, "an M-major block of 64 rows sits where 64 K-major rows would");
+  // Fewer A rows than the tile's: the m64 wgmma of the last stage reads (kBM - kALoadRows) rows past its A stage,
+  // which lie in the B stages that follow; one consumer, K-major A, no cluster or split.
+  static_assert(kALoadRows == kBM || (kAKMajor && kClusterSize == 1 && kConsumers == 1 && kALoadRows % 8 == 0 &&
+                                      kStages * kBStageBytes >= (kBM - kALoadRows) * kRowBytes),
+                "a_rows: K-major A, single CTAs, one consumer, whole swizzle atoms");
 };
 
 // Kernel arguments besides the two tensor maps. Work units: total_units = batch * units_per_batch,
@@ -1324,6 +1331,9 @@ bool wgmma_launch(const MatmulParams& p, gpuStream_t stream, bool launch) {
           : wgmma_operand_map(&map_b, kDtype, p.b, p.n, p.k, b_batched ? p.batch : 1, p.b_row_stride,
                               p.b_batch_stride, 64, Traits::kBSplitRows ? 64 / Traits::kCluster : 64);
   if (!b_ok) return false;
+  // A config that loads fewer rows of A than its tile has computes only those rows (wgmma_choose_config and
+  // plan_wgmma keep it to such A; a forced one falls back like a rejected map).
+  if (Traits::kALoadRows < Traits::kBM && p.m > Traits::kALoadRows) return false;
 
   const int64_t tiles_m = (p.m + Traits::kBM - 1) / Traits::kBM, tiles_n = (p.n + Traits::kBN - 1) / Traits::kBN;
   const int64_t units_m = (tiles_m + Traits::kCluster - 1) / Traits::kCluster;
