@@ -402,11 +402,11 @@ def test_importing_the_tuner_does_not_import_torch():
     assert r.returncode == 0, r.stderr
 
 
-def test_configs_loading_16_rows_of_a_are_timed_only_for_16_rows_or_fewer(tmp_path):
+def test_configs_loading_32_rows_of_a_are_timed_only_for_32_rows_or_fewer(tmp_path):
     """The a_rows configs compute only their rows of A (a forced one falls back on more): the autotuner times them
     for A of at most that many rows, not beyond."""
     tuner, _ = make_tuner(tmp_path)
-    for m, timed in ((16, True), (17, False)):
+    for m, timed in ((32, True), (33, False)):
         a, b, _ = operands(m, 4096, 4096, torch.bfloat16)
         key = tuner.key(a, b, False, "wgmma")
         _, others = tuner.candidates(key, H100_SXM, m, 4096, 4096, 1)

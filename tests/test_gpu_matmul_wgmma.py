@@ -229,14 +229,14 @@ def _few_rows_configs():
 
 @needs_sm90
 @pytest.mark.parametrize("b_layout", ["pad8", "t8"])
-@pytest.mark.parametrize("m", [1, 5, 16, 17])
+@pytest.mark.parametrize("m", [1, 5, 17, 32, 33])
 @pytest.mark.parametrize("index", [-1] + _few_rows_configs())
 def test_few_rows_configs(index, m, b_layout, gen):
-    """The configs that load only 16 rows of A (their m64 wgmma reads the rest of the block from whatever follows in
-    shared memory, rows never stored): M = 1, 5, 16 against float64 with NaN-poisoned out, N and K tails, K long
-    enough that the ring of 12 or 21 stages wraps many times, a batch with a broadcast B, and the fused epilogue (bias,
-    gelu_tanh, residual, alpha, beta) whose garbage rows must not leak; M = 17 forced onto one falls back to mma.sync,
-    and under auto takes a 64-row config. Auto (-1) with M <= 16 runs one of them on 4095 columns (64 tiles)."""
+    """The configs that load only 32 rows of A (their m64 wgmma reads the rest of the block from whatever follows in
+    shared memory, rows never stored): M = 1, 5, 17, 32 against float64 with NaN-poisoned out, N and K tails, K long
+    enough that the ring of 10 or 17 stages wraps many times, a batch with a broadcast B, and the fused epilogue (bias,
+    gelu_tanh, residual, alpha, beta) whose garbage rows must not leak; M = 33 forced onto one falls back to mma.sync,
+    and under auto takes a 64-row config. Auto (-1) with M <= 32 runs one of them on 4095 columns (64 tiles)."""
     from aiter_lite.ops import matmul_ref
     from aiter_lite.ops.matmul import matmul_plan
     from aiter_lite.tuning.matmul_configs import MATMUL_CONFIGS
@@ -252,9 +252,9 @@ def test_few_rows_configs(index, m, b_layout, gen):
                 b = b.expand(batch, k, n)
             variant = "auto" if index < 0 else "wgmma"
             kernel, cfg = matmul_plan(a, b, variant=variant, config=index).split()
-            if m <= 16 and (index >= 0 or batch is None):  # auto on 3 x 5 tiles: split-K (wgmma_choose_few_rows)
-                assert kernel == "wgmma" and MATMUL_CONFIGS[int(cfg)].a_rows == 16, (kernel, cfg)
-            elif m <= 16:
+            if m <= 32 and (index >= 0 or batch is None):  # auto on 3 x 5 tiles: split-K (wgmma_choose_few_rows)
+                assert kernel == "wgmma" and MATMUL_CONFIGS[int(cfg)].a_rows == 32, (kernel, cfg)
+            elif m <= 32:
                 assert kernel == "wgmma", (kernel, cfg)
             elif index >= 0:
                 assert kernel == "tensor_core", (kernel, cfg)

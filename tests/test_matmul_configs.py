@@ -246,8 +246,8 @@ def test_wgmma_default_config_by_waves():
     """config=-1 on the wgmma path (wgmma_choose_config in matmul.cu), on the Hopper issue's shapes,
     with the rates measured by the per-config sweep on an H100: the 128x256 tile with deferred stores
     for large problems, 128x192 where 128x256 leaves a poor last wave (3000^3: 288 tiles = 2.2 waves,
-    384 of 128x192 = 2.9), 128x64 for 128-row M (128 tiles on 132 SMs), split-K for 32-row M (16 rows and
-    fewer: the a_rows configs, next test)."""
+    384 of 128x192 = 2.9), 128x64 for 128-row M (128 tiles on 132 SMs), split-K for 64-row M (32 rows and
+    fewer: the a_rows configs, next tests)."""
     for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (8192, 1024, 8192),
                     (4096, 11008, 4096)):
         c = MATMUL_CONFIGS[default_config("wgmma_16", m, n, k=k)]
@@ -255,8 +255,8 @@ def test_wgmma_default_config_by_waves():
     c = MATMUL_CONFIGS[default_config("wgmma_16", 3000, 3000, k=3000)]
     assert (c.bm, c.bn, c.split_k) == (128, 192, 1)
     c = MATMUL_CONFIGS[default_config("wgmma_16", 16, 4096, k=4096)]  # 16 rows of A: the a_rows config
-    assert (c.bm, c.bn, c.split_k, c.a_rows) == (64, 64, 1, 16)
-    c = MATMUL_CONFIGS[default_config("wgmma_16", 32, 4096, k=4096)]
+    assert (c.bm, c.bn, c.split_k, c.a_rows) == (64, 64, 1, 32)
+    c = MATMUL_CONFIGS[default_config("wgmma_16", 64, 4096, k=4096)]
     assert (c.bm, c.bn, c.split_k) == (64, 64, 2)
     c = MATMUL_CONFIGS[default_config("wgmma_16", 128, 8192, k=8192)]
     assert (c.bm, c.bn, c.split_k) == (128, 64, 1)
@@ -276,28 +276,28 @@ def test_wgmma_default_config_few_rows_takes_64_row_tiles():
             for kw in ({}, {"epilogue": True}, {"a_k_major": False}):
                 c = MATMUL_CONFIGS[default_config("wgmma_16", m, n, k=4096, **kw)]
                 assert c.bm == 64, (m, n, kw, c)
-    assert MATMUL_CONFIGS[default_config("wgmma_16", 16, 11008, k=4096)].split_k == 1
+    assert MATMUL_CONFIGS[default_config("wgmma_16", 48, 11008, k=4096)].split_k == 1
     assert MATMUL_CONFIGS[default_config("wgmma_16", 65, 11008, k=4096)].bm == 128
 
 
-def test_wgmma_default_config_up_to_16_rows_loads_16_rows_of_a():
-    """With at most 16 rows of A the configs that load only 16 rows (a_rows) compete first: the fewest waves of
+def test_wgmma_default_config_up_to_32_rows_loads_32_rows_of_a():
+    """With at most 32 rows of A the configs that load only 32 rows (a_rows) compete first: the fewest waves of
     tiles, then the most tiles (H200, session 28: 64 x 128 tiles for 11008 columns, 86 tiles in one wave; 64 x 64 for
     4096 and 8192, one wave either way); split-K where even 64-column tiles would reach fewer than a quarter of the
-    SMs; none for 17 rows, for an M-major A (no such kernel), or where they do not fit the shared memory."""
+    SMs; none for 33 rows, for an M-major A (no such kernel), or where they do not fit the shared memory."""
     pick = lambda m, n, **kw: MATMUL_CONFIGS[default_config("wgmma_16", m, n, k=4096, **kw)]  # noqa: E731
-    for m in (1, 7, 16):
-        assert (pick(m, 11008).a_rows, pick(m, 11008).bn) == (16, 128)
-        assert (pick(m, 14336).a_rows, pick(m, 14336).bn) == (16, 128)
-        assert (pick(m, 4096).a_rows, pick(m, 4096).bn) == (16, 64)
-        assert (pick(m, 8192).a_rows, pick(m, 8192).bn) == (16, 64)
-        assert pick(m, 4096, epilogue=True).a_rows == 16
+    for m in (1, 7, 16, 17, 32):
+        assert (pick(m, 11008).a_rows, pick(m, 11008).bn) == (32, 128)
+        assert (pick(m, 14336).a_rows, pick(m, 14336).bn) == (32, 128)
+        assert (pick(m, 4096).a_rows, pick(m, 4096).bn) == (32, 64)
+        assert (pick(m, 8192).a_rows, pick(m, 8192).bn) == (32, 64)
+        assert pick(m, 4096, epilogue=True).a_rows == 32
         assert pick(m, 1024).split_k == 2 and not pick(m, 1024).a_rows
         assert not pick(m, 4096, a_k_major=False).a_rows
-    assert pick(1, 2176).a_rows == 16 and pick(1, 2048).split_k == 2  # 34 and 32 tiles of 64 columns on 132 SMs
+    assert pick(1, 2176).a_rows == 32 and pick(1, 2048).split_k == 2  # 34 and 32 tiles of 64 columns on 132 SMs
     assert not pick(1, 4096, batch=40).a_rows or pick(1, 4096, batch=40).bn == 128  # 2560 or 1280 tiles: waves
-    assert not pick(17, 11008).a_rows
-    assert not pick(16, 11008, max_smem_per_block=225280 - 1).a_rows  # config 31 takes 225280 bytes, 32 more
+    assert not pick(33, 11008).a_rows
+    assert not pick(16, 11008, max_smem_per_block=215040 - 1).a_rows  # config 32 takes 215040 bytes, 31 more
 
 
 def test_wgmma_wrappers_are_generated():

@@ -140,8 +140,8 @@ MATMUL_CONFIGS: tuple[MatmulTileConfig, ...] = (
     MatmulTileConfig(28, _W, 128, 192, 64, 8, 1, 5, 2, 1, 0, 2),  # as 17 in 2 x 2 clusters
     MatmulTileConfig(29, _W, 128, 256, 64, 8, 1, 4, 2, 1, 2, 2),  # as 21 in 2 x 2 clusters
     MatmulTileConfig(30, _W, 128, 128, 64, 8, 1, 6, 2, 1, 0, 2),  # as 15 in 2 x 2 clusters
-    MatmulTileConfig(31, _W, 64, 64, 64, 4, 1, 21, 1, 1, 0, 1, 16),  # as 16, 16 rows of A: 21 stages, 220 KB
-    MatmulTileConfig(32, _W, 64, 128, 64, 4, 1, 12, 1, 1, 0, 1, 16),  # 64x128, 16 rows of A: 12 stages, 226 KB
+    MatmulTileConfig(31, _W, 64, 64, 64, 4, 1, 17, 1, 1, 0, 1, 32),  # as 16, 32 rows of A: 17 stages, 214 KB
+    MatmulTileConfig(32, _W, 64, 128, 64, 4, 1, 10, 1, 1, 0, 1, 32),  # 64x128, 32 rows of A: 10 stages, 210 KB
 )
 
 # Default config per path (kMatmulDefaultConfig): the fastest at 4096^3 and 8192^3 on an H100
@@ -285,7 +285,7 @@ def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_
     under split-K); cost = ceil(units / slots) * that; ties go to the lower index. The 2 x 2 clusters
     (cluster_n > 1) compete only when B's rows are off the sector grid; an M-major A (a_k_major False)
     takes only the configs that have its kernel (wgmma_has_kernel), and so does a call with an epilogue.
-    With at most 64 rows of A only the 64-row configs compete (all of them where none qualifies); with at most 16,
+    With at most 64 rows of A only the 64-row configs compete (all of them where none qualifies); with at most 32,
     first the configs that load only that many rows of A (_wgmma_few_rows)."""
     def slots_of(size):
         if size == 1:

@@ -55,7 +55,7 @@ struct MatmulTileConfig {
   int32_t split_k = 1;        // kWgmma16 only: CTAs per cluster along K (1, 2 or 4), see above
   int32_t epilogue_overlap = 0;  // kWgmma16 only: 64-column pieces per warp whose stores wait, see above
   int32_t cluster_n = 1;      // kWgmma16 only: CTAs per cluster along N (1 or 2; multicast A), see above
-  // kWgmma16 only: rows of A each k-tile loads (0: bm). Fewer (16) for A of at most that many rows: the stage
+  // kWgmma16 only: rows of A each k-tile loads (0: bm). Fewer (32) for A of at most that many rows: the stage
   // holds only them, so more stages of B fit; the consumer's m64 wgmma reads the rows past them from whatever
   // follows in shared memory, and those rows of the tile are never stored (the planner and the launcher keep
   // such a config to A with at most a_rows rows).
@@ -96,8 +96,8 @@ inline constexpr MatmulTileConfig kMatmulConfigs[] = {
     /* 28 */ {MatmulPath::kWgmma16,        128, 192, 64, 8, 1, 5, 2, 1, 0, 2},  // as 17 in 2 x 2 clusters
     /* 29 */ {MatmulPath::kWgmma16,        128, 256, 64, 8, 1, 4, 2, 1, 2, 2},  // as 21 in 2 x 2 clusters
     /* 30 */ {MatmulPath::kWgmma16,        128, 128, 64, 8, 1, 6, 2, 1, 0, 2},  // as 15 in 2 x 2 clusters
-    /* 31 */ {MatmulPath::kWgmma16,         64,  64, 64, 4, 1, 21, 1, 1, 0, 1, 16},  // as 16, 16 rows of A: 21 stages, 220 KB
-    /* 32 */ {MatmulPath::kWgmma16,         64, 128, 64, 4, 1, 12, 1, 1, 0, 1, 16},  // 64x128, 16 rows of A: 12 stages, 226 KB
+    /* 31 */ {MatmulPath::kWgmma16,         64,  64, 64, 4, 1, 17, 1, 1, 0, 1, 32},  // as 16, 32 rows of A: 17 stages, 214 KB
+    /* 32 */ {MatmulPath::kWgmma16,         64, 128, 64, 4, 1, 10, 1, 1, 0, 1, 32},  // 64x128, 32 rows of A: 10 stages, 210 KB
 };
 // END MATMUL CONFIG TABLE
 

@@ -394,7 +394,8 @@ bool wgmma_b_rows_off_sector(const MatmulParams& p, bool b_k_major) {
 // The a_rows config (one that loads only a_rows >= p.m rows of A) whose tiles take the fewest waves of CTAs, then the
 // most CTAs (more of B in flight at once); -1 where none qualifies or where the one with the most tiles would give
 // fewer than a quarter of the SMs a tile (H200, session 28: 16 x 1024 x 4096 and 7 x 2048 x 2048 ran 13.0 and 9.7 us
-// on config 19 against 15.0-15.2 and 10.2 on 31; 16 x 4096 x 4096, 64 tiles, 16.8-17.3 on 31 against 18.5 on 19).
+// on config 19 against 15.0-15.2 and 10.2 on a 64 x 64 a_rows config; 16 x 4096 x 4096, 64 tiles, 17.0 on 31 against
+// 18.2-18.4 on 19).
 int wgmma_choose_few_rows(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
   const int64_t smem_limit = max_smem_per_block(), sms = sm_count();
   int best = -1;
@@ -460,11 +461,11 @@ int wgmma_choose_config_rows(const MatmulParams& p, bool a_k_major, bool b_k_maj
 // (bench/lab/matmul_small_m_configs.py, b row-major): 1..64 x 11008 x 4096 ran 38.7-43.8 us on 64 x 64 tiles
 // (config 16) against 40.0-51.6 on the 128 x 128 tiles the waves alone chose (config 15).
 //
-// A with at most 16 rows: the configs that load only 16 rows of A (a_rows: 31, 64 x 64 tiles, 21 stages; 32, 64 x
-// 128, 12 stages) keep about twice the bytes of B in flight of config 16 (12 stages of 64 x 64 with 64 rows of A),
-// and a few-row product is bound by how fast B streams: H200, session 28, 1..16 x 11008 x 4096 bf16 33.9-34.3 us on
-// config 32 against 40.4-43.9 on 16, cuBLAS 33.4-33.9. wgmma_choose_few_rows picks among them; where even their
-// 64-column tiles would leave three quarters of the SMs idle, split-K (config 19) streams more of B at once.
+// A with at most 32 rows: the configs that load only 32 rows of A (a_rows: 31, 64 x 64 tiles, 17 stages; 32, 64 x
+// 128, 10 stages) keep 1.4-1.7x the bytes of B in flight of config 16 (12 stages of 64 x 64 with 64 rows of A), and a
+// few-row product is bound by how fast B streams: H200, session 28, 1..32 x 11008 x 4096 bf16 34.0-34.6 us on config
+// 32 against 39.1-43.8 on 16, cuBLAS 33.5-34.3. wgmma_choose_few_rows picks among them; where even their 64-column
+// tiles would leave three quarters of the SMs idle, split-K (config 19) streams more of B at once.
 int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
   const int few = wgmma_choose_few_rows(p, a_k_major, b_k_major, epilogue);
   if (few >= 0) return few;
