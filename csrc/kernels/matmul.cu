@@ -463,8 +463,8 @@ int wgmma_choose_config_rows(const MatmulParams& p, bool a_k_major, bool b_k_maj
 //
 // A with at most 32 rows: the configs that load only 32 rows of A (a_rows: 31, 64 x 64 tiles, 17 stages; 32, 64 x
 // 128, 10 stages) keep 1.4-1.7x the bytes of B in flight of config 16 (12 stages of 64 x 64 with 64 rows of A), and a
-// few-row product is bound by how fast B streams: H200, session 28, 1..32 x 11008 x 4096 bf16 34.0-34.6 us on config
-// 32 against 39.1-43.8 on 16, cuBLAS 33.5-34.3. wgmma_choose_few_rows picks among them; where even their 64-column
+// few-row product is bound by how fast B streams: H200, session 28, 1..32 x 11008 x 4096 bf16 33.8-34.5 us on config
+// 32 against 39.4-44.0 on 16, cuBLAS 33.3-34.7. wgmma_choose_few_rows picks among them; where even their 64-column
 // tiles would leave three quarters of the SMs idle, split-K (config 19) streams more of B at once.
 int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
   const int few = wgmma_choose_few_rows(p, a_k_major, b_k_major, epilogue);
