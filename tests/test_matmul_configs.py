@@ -297,6 +297,8 @@ def test_wgmma_default_config_up_to_32_rows_loads_32_rows_of_a():
     assert pick(1, 2176).a_rows == 32 and pick(1, 2048).split_k == 2  # 34 and 32 tiles of 64 columns on 132 SMs
     assert not pick(1, 4096, batch=40).a_rows or pick(1, 4096, batch=40).bn == 128  # 2560 or 1280 tiles: waves
     assert not pick(33, 11008).a_rows
+    # the autotuner's M buckets are powers of two: an a_rows config tuned in one serves all of it
+    assert all(c.a_rows & (c.a_rows - 1) == 0 for c in MATMUL_CONFIGS if c.a_rows)
     assert not pick(16, 11008, max_smem_per_block=215040 - 1).a_rows  # config 32 takes 215040 bytes, 31 more
 
 

@@ -379,6 +379,8 @@ class Autotuner:
                 ranked = [i for i in ranked if tc_config_on_sm90(i)]
             planner = ranked[:self.top_k]
         elem = 2 if key.dtype in ("fp16", "bf16") else 4
+        # A config that loads only a_rows rows of A serves no more rows; a_rows is a power of two, as the M buckets'
+        # bounds are, so one tuned on a bucket's first shape serves the whole bucket.
         others = [c.index for c in MATMUL_CONFIGS if c.path in _families(key) and c.path not in _PLANNER_PATHS
                   and c.smem_bytes(elem) <= model.smem_per_block and not (c.a_rows and m > c.a_rows)]
         return planner, others
