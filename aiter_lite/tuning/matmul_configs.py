@@ -307,8 +307,8 @@ def _wgmma_default(fits, m: int, n: int, k: int, batch: int, sm_count: int, off_
                   and not c.a_rows]
     # At most 64 rows of A: only the 64-row configs compete, where one can run (a 128-row tile would
     # load the same B and run twice the MMA on padding).
-    few_rows = [c for c in candidates if c.bm <= 64] if m <= 64 else []
-    return min(few_rows or candidates, key=lambda c: (cost(c), c.index)).index
+    rows64 = [c for c in candidates if c.bm <= 64] if m <= 64 else []
+    return min(rows64 or candidates, key=lambda c: (cost(c), c.index)).index
 
 
 def default_config(path: str, m: int, n: int, batch: int = 1, sm_count: int = 132,

@@ -165,6 +165,9 @@ inline constexpr int32_t kMatmulSimtSmemPad = 4;
 inline constexpr int32_t kMatmulWgmmaEpilogueBytesPerWarp = 2048;
 inline constexpr int32_t kMatmulWgmmaSmemExtra = 2048;
 
+// Rows of A a kWgmma16 config loads per k-tile: its a_rows, else the whole tile's bm.
+constexpr int32_t matmul_config_a_load_rows(const MatmulTileConfig& c) { return c.a_rows > 0 ? c.a_rows : c.bm; }
+
 // Dynamic shared memory of a config, in bytes (elem_bytes: 2 for fp16/bf16, 4 for fp32).
 // The SIMT kernel stages fp32 whatever the input type. The tf32 wgmma kernel stores its outputs
 // straight from registers: its stages plus kMatmulWgmmaSmemExtra.
@@ -172,7 +175,7 @@ constexpr int64_t matmul_config_smem_bytes(const MatmulTileConfig& c, int32_t el
   return c.path == MatmulPath::kSimt
              ? int64_t{c.stages} * c.bk * ((c.bm + kMatmulSimtSmemPad) + (c.bn + kMatmulSimtSmemPad)) * 4
          : c.path == MatmulPath::kWgmma16
-             ? int64_t{c.stages} * c.bk * ((c.a_rows > 0 ? c.a_rows : c.bm) + c.bn) * elem_bytes +
+             ? int64_t{c.stages} * c.bk * (matmul_config_a_load_rows(c) + c.bn) * elem_bytes +
                    int64_t{c.warps_m} * c.warps_n * kMatmulWgmmaEpilogueBytesPerWarp *
                        (c.epilogue_overlap > 1 ? c.epilogue_overlap : 1) +
                    kMatmulWgmmaSmemExtra +

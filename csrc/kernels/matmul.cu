@@ -469,10 +469,10 @@ int wgmma_choose_config_rows(const MatmulParams& p, bool a_k_major, bool b_k_maj
 int wgmma_choose_config(const MatmulParams& p, bool a_k_major, bool b_k_major, bool epilogue) {
   const int few = wgmma_choose_few_rows(p, a_k_major, b_k_major, epilogue);
   if (few >= 0) return few;
-  const int best = wgmma_choose_config_rows(p, a_k_major, b_k_major, epilogue, p.m <= 64 ? 64 : 0);
-  const int any = best >= 0 ? best : wgmma_choose_config_rows(p, a_k_major, b_k_major, epilogue, 0);
-  if (any < 0) invalid("no wgmma config fits this device's shared memory");
-  return any;
+  int best = wgmma_choose_config_rows(p, a_k_major, b_k_major, epilogue, p.m <= 64 ? 64 : 0);
+  if (best < 0 && p.m <= 64) best = wgmma_choose_config_rows(p, a_k_major, b_k_major, epilogue, 0);
+  if (best < 0) invalid("no wgmma config fits this device's shared memory");
+  return best;
 }
 
 // The wgmma kernel where the layout qualifies, else the mma.sync kernel with its default config.

@@ -252,7 +252,7 @@ inline bool wgmma_a_ok(const MatmulParams& p, int64_t vec = 8) {
 constexpr bool wgmma_has_kernel(int config, bool a_k_major, bool b_k_major, bool epilogue = false) {
   const MatmulTileConfig& c = kMatmulConfigs[config];
   const bool single = c.cluster_m == 1 && c.cluster_n == 1;
-  if (c.a_rows > 0 && c.a_rows < c.bm && !a_k_major) return false;  // a_rows: K-major A only
+  if (matmul_config_a_load_rows(c) < c.bm && !a_k_major) return false;  // a_rows: K-major A only
   if (epilogue) {
     const int64_t area = int64_t{c.bm} * c.bn;
     const bool beaten = (area == 128 * 256 && c.epilogue_overlap == 0) || (area == 128 * 192 && c.epilogue_overlap > 0);

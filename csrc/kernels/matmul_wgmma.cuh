@@ -150,7 +150,7 @@ struct WgmmaMatmulTraits {
   // evenly, else half of the k rows of every block (BN = 192).
   static constexpr bool kBSplitRows = !kBKMajor && kCluster > 1 && (kBN / 64) % kCluster != 0;
   // Rows of A a k-tile loads (kCfg.a_rows; the tile's kBM by default), and of those each CTA loads.
-  static constexpr int kALoadRows = kCfg.a_rows > 0 ? kCfg.a_rows : kBM;
+  static constexpr int kALoadRows = matmul_config_a_load_rows(kCfg);
   static constexpr int kARowsPerCta = kALoadRows / kClusterN;
   // 64-column pieces per consumer warp whose global stores wgmma_consumer_overlap defers into the
   // next tile's mainloop (0: wgmma_consumer); each waits in a 2 KB slot of the warp's epilogue buffer.
